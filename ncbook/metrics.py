@@ -1,0 +1,460 @@
+"""Neural-collapse metrics: class statistics and every NC1-NC3 variant the two papers (and the field) use.
+
+Conventions (stated once, used everywhere):
+
+* features ``Z`` are an ``(N, d)`` array (one row per sample), labels ``y`` are integers in ``0..K-1``;
+* all statistics are accumulated in float64, whatever the input dtype or device (CPU or CUDA);
+* ``Sigma_W = (1/N) sum_{c,i} (z_ci - mu_c)(z_ci - mu_c)^T`` (Jacot et al. Sec. 3; Tirer et al. Sec. 4);
+* ``Sigma_B = (1/K) sum_c (mu_c - mu_G)(mu_c - mu_G)^T`` where the global mean ``mu_G`` is, by default, the
+  mean of all samples (``global_mean="samples"``, as in Papyan et al. 2020 and both papers); pass
+  ``global_mean="class_means"`` for the mean of the class means. The two agree for balanced classes.
+
+Nothing here forms or inverts a ``d x d`` matrix: every class-mean direction lies in the span of the (at most
+``K``) class means, so the statistics are kept in an orthonormal basis ``Q`` of that span (``d x q``, ``q <= K``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import torch
+
+GlobalMean = Literal["samples", "class_means"]
+ArrayLike = torch.Tensor | np.ndarray
+
+PINV_RCOND = 1e-12
+"""Eigenvalues of Sigma_B below ``PINV_RCOND * max eigenvalue`` are treated as zero in its pseudo-inverse."""
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# input checking
+
+
+def _as_tensor(x: ArrayLike, name: str) -> torch.Tensor:
+    """Return ``x`` as a torch tensor (numpy arrays are wrapped without copying)."""
+    if isinstance(x, np.ndarray):
+        return torch.from_numpy(np.ascontiguousarray(x))
+    if isinstance(x, torch.Tensor):
+        return x.detach()
+    raise TypeError(f"{name} must be a torch.Tensor or numpy.ndarray, got {type(x).__name__}")
+
+
+def check_features_labels(
+    features: ArrayLike, labels: ArrayLike, num_classes: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """Validate ``(N, d)`` features and ``(N,)`` integer labels in ``0..K-1``; return tensors and ``K``."""
+    Z = _as_tensor(features, "features")
+    y = _as_tensor(labels, "labels")
+    if Z.ndim != 2:
+        raise ValueError(f"features must be 2-D (N samples x d dimensions), got shape {tuple(Z.shape)}; "
+                         "flatten each sample first, e.g. Z.reshape(len(Z), -1)")
+    if y.ndim != 1 or y.shape[0] != Z.shape[0]:
+        raise ValueError(f"labels must be 1-D with one label per row of features: features has {Z.shape[0]} rows, "
+                         f"labels has shape {tuple(y.shape)}")
+    if y.dtype.is_floating_point or y.dtype == torch.bool or y.dtype.is_complex:
+        raise TypeError(f"labels must be integers 0..K-1, got dtype {y.dtype}")
+    if not Z.dtype.is_floating_point:
+        Z = Z.to(torch.float64)
+    if not bool(torch.isfinite(Z).all()):
+        bad = int((~torch.isfinite(Z)).any(dim=1).sum())
+        raise ValueError(f"features contain NaN or inf in {bad} of {Z.shape[0]} rows; "
+                         "check the network output (a diverged run?) before measuring collapse")
+    y = y.to(device=Z.device, dtype=torch.long)
+    if y.numel() and int(y.min()) < 0:
+        raise ValueError(f"labels must lie in 0..K-1, found {int(y.min())}")
+    K = int(y.max()) + 1 if num_classes is None and y.numel() else (num_classes or 0)
+    if y.numel() and int(y.max()) >= K:
+        raise ValueError(f"labels must lie in 0..{K - 1} for num_classes={K}, found {int(y.max())}")
+    if K < 2:
+        raise ValueError(f"neural-collapse metrics need at least 2 classes, got {K}")
+    counts = torch.bincount(y, minlength=K)
+    if bool((counts == 0).any()):
+        empty = torch.nonzero(counts == 0).flatten().tolist()
+        raise ValueError(f"class(es) {empty} have no samples; every class 0..{K - 1} needs at least one "
+                         "(pass num_classes only if all classes are present, or relabel)")
+    return Z, y, K
+
+
+def _check_dims(d: int, needed: int, metric: str) -> None:
+    if d < needed:
+        raise ValueError(f"{metric} needs feature dimension d >= {needed}, got d = {d}")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# building blocks
+
+
+def class_means(features: ArrayLike, labels: ArrayLike, num_classes: int | None = None) -> torch.Tensor:
+    """Class means ``mu_c = (1/n_c) sum_i z_ci`` as a ``(K, d)`` float64 tensor (one pass over the data)."""
+    Z, y, K = check_features_labels(features, labels, num_classes)
+    sums = torch.zeros(K, Z.shape[1], dtype=torch.float64, device=Z.device).index_add_(0, y, Z.to(torch.float64))
+    return sums / torch.bincount(y, minlength=K).to(sums).unsqueeze(1)
+
+
+def global_mean(means: torch.Tensor, counts: torch.Tensor, kind: GlobalMean = "samples") -> torch.Tensor:
+    """Global mean ``mu_G``: the sample mean ``sum_c n_c mu_c / N`` or the mean of class means ``sum_c mu_c / K``."""
+    if kind == "samples":
+        return (counts.to(means).unsqueeze(1) * means).sum(0) / counts.sum()
+    if kind == "class_means":
+        return means.mean(0)
+    raise ValueError(f"global_mean must be 'samples' or 'class_means', got {kind!r}")
+
+
+def between_class_covariance(means: torch.Tensor, counts: torch.Tensor,
+                             kind: GlobalMean = "samples") -> torch.Tensor:
+    """``Sigma_B = (1/K) sum_c (mu_c - mu_G)(mu_c - mu_G)^T`` (d x d; for small d and for exposition)."""
+    M = means - global_mean(means, counts, kind)
+    return M.T @ M / M.shape[0]
+
+
+def within_class_covariance(features: ArrayLike, labels: ArrayLike, num_classes: int | None = None) -> torch.Tensor:
+    """``Sigma_W = (1/N) sum_{c,i} (z_ci - mu_c)(z_ci - mu_c)^T`` (d x d; for small d and for exposition)."""
+    Z, y, K = check_features_labels(features, labels, num_classes)
+    C = Z.to(torch.float64) - class_means(Z, y, K)[y]
+    return C.T @ C / Z.shape[0]
+
+
+@dataclass(frozen=True)
+class ClassStats:
+    """Sufficient statistics for every class-mean based NC metric, in float64.
+
+    ``counts`` (K,), ``means`` (K, d), ``basis`` Q (d, q) orthonormal with span(Q) containing every class mean,
+    ``scatter_q`` (K, q, q) = Q^T S_c Q and ``scatter_trace`` (K,) = tr S_c, where
+    ``S_c = sum_i (z_ci - mu_c)(z_ci - mu_c)^T`` is the within-class scatter of class c.
+    """
+
+    counts: torch.Tensor
+    means: torch.Tensor
+    basis: torch.Tensor
+    scatter_q: torch.Tensor
+    scatter_trace: torch.Tensor
+
+    @property
+    def num_classes(self) -> int:
+        return self.means.shape[0]
+
+    @property
+    def dim(self) -> int:
+        return self.means.shape[1]
+
+    @property
+    def num_samples(self) -> int:
+        return int(self.counts.sum())
+
+
+def mean_basis(means: torch.Tensor) -> torch.Tensor:
+    """Orthonormal basis ``Q`` (d x q, q = min(d, K)) of a space containing all class means (reduced QR)."""
+    Q, _ = torch.linalg.qr(means.T, mode="reduced")
+    return Q
+
+
+def class_stats(features: ArrayLike, labels: ArrayLike, num_classes: int | None = None) -> ClassStats:
+    """One-shot :class:`ClassStats`: two passes over the data in float64, no d x d matrix formed."""
+    Z, y, K = check_features_labels(features, labels, num_classes)
+    Z = Z.to(torch.float64)
+    counts = torch.bincount(y, minlength=K)
+    means = torch.zeros(K, Z.shape[1], dtype=torch.float64, device=Z.device).index_add_(0, y, Z)
+    means /= counts.to(means).unsqueeze(1)
+    Q = mean_basis(means)
+    C = Z - means[y]
+    trace = torch.zeros(K, dtype=torch.float64, device=Z.device).index_add_(0, y, (C * C).sum(1))
+    P = C @ Q
+    scatter_q = torch.zeros(K, Q.shape[1], Q.shape[1], dtype=torch.float64, device=Z.device)
+    scatter_q.index_add_(0, y, P.unsqueeze(2) * P.unsqueeze(1))
+    return ClassStats(counts, means, Q, scatter_q, trace)
+
+
+class StreamingClassStats:
+    """Class statistics accumulated over batches (``update``) or shards (``merge``); ``finalize()`` -> ClassStats.
+
+    Per class it keeps the count, the running mean and the full within-class scatter (Chan et al. 1979 pairwise
+    update), so memory is ``K d^2`` float64 numbers: 21 MB for K=10, d=512. If a classifier ``W`` (K x d) is given,
+    the sum of cosines for :func:`nc3_cosine` is accumulated too.
+    """
+
+    def __init__(self, num_classes: int, dim: int, device: torch.device | str = "cpu",
+                 classifier: ArrayLike | None = None):
+        if num_classes < 2:
+            raise ValueError(f"neural-collapse metrics need at least 2 classes, got num_classes={num_classes}")
+        self.num_classes, self.dim, self.device = num_classes, dim, torch.device(device)
+        self.counts = torch.zeros(num_classes, dtype=torch.long, device=self.device)
+        self.means = torch.zeros(num_classes, dim, dtype=torch.float64, device=self.device)
+        self.scatter = torch.zeros(num_classes, dim, dim, dtype=torch.float64, device=self.device)
+        self.classifier = None if classifier is None else _check_classifier(classifier, num_classes, dim)
+        self.cos_sum = torch.zeros((), dtype=torch.float64, device=self.device)
+
+    def update(self, features: ArrayLike, labels: ArrayLike) -> StreamingClassStats:
+        """Add a batch (classes may be missing from a batch, but labels must be < num_classes)."""
+        Z = _as_tensor(features, "features")
+        y = _as_tensor(labels, "labels")
+        if Z.ndim != 2 or Z.shape[1] != self.dim:
+            raise ValueError(f"batch features must have shape (n, {self.dim}), got {tuple(Z.shape)}")
+        if y.shape != (Z.shape[0],):
+            raise ValueError(f"batch labels must have shape ({Z.shape[0]},), got {tuple(y.shape)}")
+        if y.numel() == 0:
+            return self
+        if not bool(torch.isfinite(Z).all()):
+            raise ValueError("batch features contain NaN or inf")
+        y = y.to(device=self.device, dtype=torch.long)
+        if int(y.min()) < 0 or int(y.max()) >= self.num_classes:
+            raise ValueError(f"labels must lie in 0..{self.num_classes - 1}, found {int(y.min())}..{int(y.max())}")
+        Z = Z.to(device=self.device, dtype=torch.float64)
+        other = StreamingClassStats(self.num_classes, self.dim, self.device)
+        other.counts = torch.bincount(y, minlength=self.num_classes)
+        nz = other.counts.clamp(min=1).to(torch.float64).unsqueeze(1)
+        other.means = torch.zeros_like(self.means).index_add_(0, y, Z) / nz
+        C = Z - other.means[y]
+        for c in torch.unique(y).tolist():
+            Cc = C[y == c]
+            other.scatter[c] = Cc.T @ Cc
+        if self.classifier is not None:
+            self.cos_sum += _cosines(Z, y, self.classifier).sum()
+        return self._merge_moments(other)
+
+    def merge(self, other: StreamingClassStats) -> StreamingClassStats:
+        """Combine with statistics accumulated elsewhere (another shard, process or device)."""
+        if (other.num_classes, other.dim) != (self.num_classes, self.dim):
+            raise ValueError(f"cannot merge stats of shape (K={other.num_classes}, d={other.dim}) into "
+                             f"(K={self.num_classes}, d={self.dim})")
+        self.cos_sum += other.cos_sum.to(self.device)
+        return self._merge_moments(other)
+
+    def _merge_moments(self, other: StreamingClassStats) -> StreamingClassStats:
+        na = self.counts.to(torch.float64)
+        nb = other.counts.to(device=self.device, dtype=torch.float64)
+        n = (na + nb).clamp(min=1)
+        delta = other.means.to(self.device) - self.means
+        self.means = self.means + delta * (nb / n).unsqueeze(1)
+        self.scatter = (self.scatter + other.scatter.to(self.device)
+                        + (na * nb / n)[:, None, None] * delta.unsqueeze(2) * delta.unsqueeze(1))
+        self.counts = self.counts + other.counts.to(self.device)
+        return self
+
+    def finalize(self) -> ClassStats:
+        """Project onto the span of the class means and return :class:`ClassStats`."""
+        if bool((self.counts == 0).any()):
+            empty = torch.nonzero(self.counts == 0).flatten().tolist()
+            raise ValueError(f"class(es) {empty} received no samples")
+        Q = mean_basis(self.means)
+        scatter_q = Q.T.unsqueeze(0) @ self.scatter @ Q.unsqueeze(0)
+        trace = torch.diagonal(self.scatter, dim1=1, dim2=2).sum(1)
+        return ClassStats(self.counts.clone(), self.means.clone(), Q, scatter_q, trace)
+
+    def nc3_cosine(self) -> float:
+        """Streaming value of :func:`nc3_cosine` (needs ``classifier`` at construction)."""
+        if self.classifier is None:
+            raise ValueError("construct StreamingClassStats with classifier=W to accumulate NC3 cosines")
+        return float(self.cos_sum / self.counts.sum())
+
+
+def _stats(stats_or_features: ClassStats | ArrayLike, labels: ArrayLike | None) -> ClassStats:
+    if isinstance(stats_or_features, ClassStats):
+        if labels is not None:
+            raise TypeError("pass either ClassStats or (features, labels), not both")
+        return stats_or_features
+    if labels is None:
+        raise TypeError("labels are required when features (not ClassStats) are passed")
+    return class_stats(stats_or_features, labels)
+
+
+def _centred_means_q(s: ClassStats, kind: GlobalMean) -> torch.Tensor:
+    """Centred class means in the basis Q, as a (q, K) matrix ``Q^T (M - mu_G 1^T)``."""
+    return s.basis.T @ (s.means - global_mean(s.means, s.counts, kind)).T
+
+
+def _between_pinv_q(s: ClassStats, kind: GlobalMean, rcond: float = PINV_RCOND) -> torch.Tensor:
+    """``Q^T Sigma_B^+ Q`` (q x q) from the eigen-decomposition of Sigma_B restricted to span(Q)."""
+    B = _centred_means_q(s, kind)
+    evals, evecs = torch.linalg.eigh(B @ B.T / s.num_classes)
+    keep = evals > rcond * evals.max().clamp(min=torch.finfo(torch.float64).tiny)
+    if not bool(keep.any()):
+        raise ValueError("all class means coincide (Sigma_B = 0): between-class variability is zero, "
+                         "so NC1 is undefined")
+    V = evecs[:, keep]
+    return V @ torch.diag(1.0 / evals[keep]) @ V.T
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# NC1
+
+
+def nc1_trace_ratio(features: ClassStats | ArrayLike, labels: ArrayLike | None = None,
+                    global_mean: GlobalMean = "samples") -> float:
+    """NC1 = tr(Sigma_W) / tr(Sigma_B)  (Jacot et al. Sec. 3; Tirer et al. eq. (3), "gNC1")."""
+    s = _stats(features, labels)
+    tr_w = s.scatter_trace.sum() / s.num_samples
+    tr_b = (_centred_means_q(s, global_mean) ** 2).sum() / s.num_classes
+    if float(tr_b) == 0.0:
+        raise ValueError("all class means coincide (tr Sigma_B = 0), so NC1 is undefined")
+    return float(tr_w / tr_b)
+
+
+def nc1_pinv(features: ClassStats | ArrayLike, labels: ArrayLike | None = None,
+             global_mean: GlobalMean = "samples") -> float:
+    """NC1 = (1/K) tr(Sigma_W Sigma_B^+)  (Papyan et al. 2020; Tirer et al. Sec. 6), in the span of the means."""
+    s = _stats(features, labels)
+    Sw_q = s.scatter_q.sum(0) / s.num_samples
+    return float((Sw_q * _between_pinv_q(s, global_mean)).sum() / s.num_classes)
+
+
+def nc1_per_class(features: ClassStats | ArrayLike, labels: ArrayLike | None = None,
+                  global_mean: GlobalMean = "samples") -> np.ndarray:
+    """Per-class NC1^(k) = (1/K) tr(Sigma_W^(k) Sigma_B^+), Sigma_W^(k) = (1/n_k) S_k (Tirer et al. App. E.2).
+
+    The overall metric is their sample-weighted mean: nc1_pinv = sum_k (n_k / N) NC1^(k).
+    """
+    s = _stats(features, labels)
+    Bp = _between_pinv_q(s, global_mean)
+    per = (s.scatter_q * Bp.unsqueeze(0)).sum((1, 2)) / s.counts.to(torch.float64) / s.num_classes
+    return per.cpu().numpy()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# NC2
+
+
+def simplex_etf_gram(num_classes: int) -> torch.Tensor:
+    """Gram matrix of the simplex ETF normalised to unit Frobenius norm: (I - 11^T/K) / sqrt(K-1)."""
+    K = num_classes
+    return (torch.eye(K, dtype=torch.float64) - 1.0 / K) / (K - 1) ** 0.5
+
+
+def _normalised_gram_distance(G: torch.Tensor, target: torch.Tensor) -> float:
+    norm = torch.linalg.matrix_norm(G)
+    if float(norm) == 0.0:
+        raise ValueError("the matrix compared with the target frame is zero (all class means coincide?)")
+    return float(torch.linalg.matrix_norm(G / norm - target.to(G)))
+
+
+def nc2_condition_number(features: ClassStats | ArrayLike, labels: ArrayLike | None = None) -> float:
+    """NC2 = kappa(Zbar) = s_max / s_K of the d x K matrix of (uncentred) class means (Jacot et al. Sec. 3)."""
+    s = _stats(features, labels)
+    _check_dims(s.dim, s.num_classes, "nc2_condition_number (K class means must be linearly independent)")
+    sv = torch.linalg.svdvals(s.basis.T @ s.means.T)
+    return float(sv[0] / sv[-1]) if float(sv[-1]) > 0 else float("inf")
+
+
+def nc2_etf_distance(features: ClassStats | ArrayLike, labels: ArrayLike | None = None,
+                     global_mean: GlobalMean = "samples") -> float:
+    """NC2 = || Mc^T Mc / ||Mc^T Mc||_F - (I - 11^T/K)/sqrt(K-1) ||_F, Mc the centred means (Tirer et al. Sec. 6)."""
+    s = _stats(features, labels)
+    _check_dims(s.dim, s.num_classes - 1, "nc2_etf_distance (a simplex ETF of K vectors spans K-1 dimensions)")
+    B = _centred_means_q(s, global_mean)
+    return _normalised_gram_distance(B.T @ B, simplex_etf_gram(s.num_classes))
+
+
+def nc2_orthogonal_frame_distance(features: ClassStats | ArrayLike, labels: ArrayLike | None = None) -> float:
+    """|| M^T M / ||M^T M||_F - I/sqrt(K) ||_F for the uncentred means M (Tirer et al. Thm 2.2's orthogonal frame)."""
+    s = _stats(features, labels)
+    _check_dims(s.dim, s.num_classes, "nc2_orthogonal_frame_distance (K orthogonal vectors need K dimensions)")
+    Mq = s.basis.T @ s.means.T
+    K = s.num_classes
+    return _normalised_gram_distance(Mq.T @ Mq, torch.eye(K, dtype=torch.float64) / K ** 0.5)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# NC3
+
+
+def _check_classifier(W: ArrayLike, num_classes: int, dim: int) -> torch.Tensor:
+    W = _as_tensor(W, "W")
+    if W.shape != (num_classes, dim):
+        raise ValueError(f"classifier W must have shape (K, d) = ({num_classes}, {dim}), got {tuple(W.shape)}")
+    if not bool(torch.isfinite(W).all()):
+        raise ValueError("classifier W contains NaN or inf")
+    return W.to(torch.float64)
+
+
+def _cosines(Z: torch.Tensor, y: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
+    W = W.to(Z.device)
+    dots = (Z * W[y]).sum(1)
+    denom = Z.norm(dim=1) * W.norm(dim=1)[y]
+    if bool((denom == 0).any()):
+        raise ValueError("a feature vector or a classifier row is zero, so its cosine is undefined")
+    return dots / denom
+
+
+def nc3_cosine(features: ArrayLike, labels: ArrayLike, W: ArrayLike) -> float:
+    """NC3 = (1/N) sum_{c,i} cos(z_ci, W_c:)  (Jacot et al. Sec. 3; 1 at perfect alignment)."""
+    W = _as_tensor(W, "W")
+    Z, y, K = check_features_labels(features, labels, W.shape[0] if W.ndim == 2 else None)
+    W = _check_classifier(W, K, Z.shape[1])
+    return float(_cosines(Z.to(torch.float64), y, W).mean())
+
+
+def nc3_class_mean_cosine(features: ClassStats | ArrayLike, W: ArrayLike, labels: ArrayLike | None = None) -> float:
+    """NC3 = (1/K) sum_c cos(mu_c, W_c:), class means against classifier rows (Jacot et al. Sec. 6)."""
+    s = _stats(features, labels)
+    W = _check_classifier(W, s.num_classes, s.dim).to(s.means.device)
+    return float(_cosines(s.means, torch.arange(s.num_classes, device=s.means.device), W).mean())
+
+
+def nc3_etf_distance(features: ClassStats | ArrayLike, W: ArrayLike, labels: ArrayLike | None = None,
+                     global_mean: GlobalMean = "samples") -> float:
+    """NC3 = || W Mc / ||W Mc||_F - (I - 11^T/K)/sqrt(K-1) ||_F, Mc the centred means (Tirer et al. App. E.2)."""
+    s = _stats(features, labels)
+    W = _check_classifier(W, s.num_classes, s.dim).to(s.means.device)
+    _check_dims(s.dim, s.num_classes - 1, "nc3_etf_distance")
+    WM = (W @ s.basis) @ _centred_means_q(s, global_mean)
+    return _normalised_gram_distance(WM, simplex_etf_gram(s.num_classes))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# weights and non-linearity (Jacot et al. Sec. 6)
+
+
+def _op_norm(A: torch.Tensor) -> torch.Tensor:
+    return torch.linalg.matrix_norm(A, ord=2)
+
+
+def balancedness(W_next: ArrayLike, W: ArrayLike) -> float:
+    """||W_{l+1}^T W_{l+1} - W_l W_l^T||_op / min(||W_{l+1}^T W_{l+1}||_op, ||W_l W_l^T||_op)  (Jacot et al. Sec. 6).
+
+    ``W`` is W_l (d_l x d_{l-1}) and ``W_next`` is W_{l+1} (d_{l+1} x d_l); 0 means exactly balanced.
+    """
+    A = _as_tensor(W_next, "W_next").to(torch.float64)
+    B = _as_tensor(W, "W").to(A.device, torch.float64)
+    if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
+        raise ValueError(f"W_next (d_(l+1) x d_l) and W (d_l x d_(l-1)) must chain: got {tuple(A.shape)} and "
+                         f"{tuple(B.shape)}")
+    G_next, G = A.T @ A, B @ B.T
+    denom = torch.minimum(_op_norm(G_next), _op_norm(G))
+    if float(denom) == 0.0:
+        raise ValueError("a weight matrix is zero, so balancedness is undefined")
+    return float(_op_norm(G_next - G) / denom)
+
+
+def negativity(preactivations: ArrayLike) -> float:
+    """||Z - relu(Z)||_op / ||Z||_op: how much of Z the ReLU removes (Jacot et al. Sec. 6; 0 = linear)."""
+    Z = _as_tensor(preactivations, "preactivations").to(torch.float64)
+    if Z.ndim != 2:
+        raise ValueError(f"preactivations must be 2-D, got shape {tuple(Z.shape)}")
+    norm = _op_norm(Z)
+    if float(norm) == 0.0:
+        raise ValueError("preactivations are all zero, so negativity is undefined")
+    return float(_op_norm(Z - torch.relu(Z)) / norm)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# everything at once
+
+
+def nc_metrics(features: ArrayLike, labels: ArrayLike, W: ArrayLike | None = None,
+               num_classes: int | None = None, global_mean: GlobalMean = "samples") -> dict[str, float]:
+    """All class-mean based metrics of one feature matrix (and NC3 if the next layer's classifier W is given)."""
+    s = class_stats(features, labels, num_classes)
+    out = {
+        "nc1_trace_ratio": nc1_trace_ratio(s, global_mean=global_mean),
+        "nc1_pinv": nc1_pinv(s, global_mean=global_mean),
+        "nc2_etf_distance": nc2_etf_distance(s, global_mean=global_mean),
+    }
+    if s.dim >= s.num_classes:
+        out["nc2_condition_number"] = nc2_condition_number(s)
+        out["nc2_orthogonal_frame_distance"] = nc2_orthogonal_frame_distance(s)
+    if W is not None:
+        out["nc3_cosine"] = nc3_cosine(features, labels, W)
+        out["nc3_class_mean_cosine"] = nc3_class_mean_cosine(s, W)
+        out["nc3_etf_distance"] = nc3_etf_distance(s, W, global_mean=global_mean)
+    return out

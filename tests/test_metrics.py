@@ -1,0 +1,212 @@
+"""ncbook.metrics against naive float64 formulas, constructed collapse, invariances, streaming and bad input."""
+
+import numpy as np
+import pytest
+import torch
+
+from ncbook import metrics as m
+
+import naive
+
+
+def random_problem(seed, K=4, d=7, sizes=None, scale=1.0):
+    rng = np.random.default_rng(seed)
+    sizes = sizes or [5 + 3 * c for c in range(K)]
+    y = np.concatenate([np.full(n, c) for c, n in enumerate(sizes)])
+    mus = rng.normal(size=(K, d)) * 3
+    Z = mus[y] + scale * rng.normal(size=(len(y), d))
+    W = rng.normal(size=(K, d))
+    return Z, y, W
+
+
+def collapsed(K, d, frame="etf", n=6, seed=0):
+    """Features equal to their class mean; means form a simplex ETF or an orthogonal frame, rotated randomly."""
+    R, _ = np.linalg.qr(np.random.default_rng(seed).normal(size=(d, d)))
+    if frame == "etf":
+        means = (np.eye(K) - 1.0 / K)[:, :K] @ np.eye(K, d)   # rows: e_c - 1/K, centred, in the first K coords
+    else:
+        means = np.eye(K, d)
+    means = 2.5 * means @ R.T
+    y = np.repeat(np.arange(K), n)
+    return means[y], y, means
+
+
+@pytest.mark.parametrize("seed,sizes,gm", [(0, None, "samples"), (1, [3, 3, 3, 3], "samples"),
+                                           (2, [2, 9, 4, 6], "class_means"), (3, None, "class_means")])
+def test_every_metric_equals_naive_formula(seed, sizes, gm):
+    Z, y, W = random_problem(seed, sizes=sizes)
+    K = 4
+    s = m.class_stats(Z, y)
+    assert m.nc1_trace_ratio(s, global_mean=gm) == pytest.approx(naive.nc1_trace_ratio(Z, y, K, gm), rel=1e-12)
+    assert m.nc1_pinv(s, global_mean=gm) == pytest.approx(naive.nc1_pinv(Z, y, K, gm), rel=1e-10)
+    assert m.nc2_etf_distance(s, global_mean=gm) == pytest.approx(naive.nc2_etf_distance(Z, y, K, gm), rel=1e-10)
+    assert m.nc3_etf_distance(s, W, global_mean=gm) == pytest.approx(naive.nc3_etf_distance(Z, y, W, gm), rel=1e-10)
+    assert m.nc2_condition_number(s) == pytest.approx(naive.nc2_condition_number(Z, y, K), rel=1e-10)
+    assert m.nc2_orthogonal_frame_distance(s) == pytest.approx(naive.nc2_orthogonal_frame_distance(Z, y, K), rel=1e-10)
+    assert m.nc3_cosine(Z, y, W) == pytest.approx(naive.nc3_cosine(Z, y, W), rel=1e-12)
+    assert m.nc3_class_mean_cosine(s, W) == pytest.approx(naive.nc3_class_mean_cosine(Z, y, W), rel=1e-12)
+    np.testing.assert_allclose(m.nc1_per_class(s), naive.nc1_per_class(Z, y, K), rtol=1e-10)
+    np.testing.assert_allclose(m.within_class_covariance(Z, y).numpy(), naive.sigma_w(Z, y, K), atol=1e-12)
+    Mu = m.class_means(Z, y)
+    np.testing.assert_allclose(m.between_class_covariance(Mu, torch.bincount(torch.as_tensor(y)), gm).numpy(),
+                               naive.sigma_b(Z, y, K, gm), atol=1e-12)
+
+
+def test_per_class_nc1_averages_to_nc1():
+    Z, y, _ = random_problem(5, sizes=[4, 11, 6, 8])
+    n = np.bincount(y)
+    assert (n / n.sum() * m.nc1_per_class(Z, y)).sum() == pytest.approx(m.nc1_pinv(Z, y), rel=1e-12)
+
+
+def test_balancedness_and_negativity_equal_naive():
+    rng = np.random.default_rng(0)
+    W1, W2, Z = rng.normal(size=(6, 9)), rng.normal(size=(4, 6)), rng.normal(size=(30, 8))
+    assert m.balancedness(W2, W1) == pytest.approx(naive.balancedness(W2, W1), rel=1e-10)
+    assert m.negativity(Z) == pytest.approx(naive.negativity(Z), rel=1e-10)
+
+
+@pytest.mark.parametrize("K,d", [(3, 3), (4, 10), (10, 12)])
+def test_exact_collapse_simplex_etf(K, d):
+    Z, y, means = collapsed(K, d, "etf")
+    W = means  # classifier rows aligned with the class means
+    assert m.nc1_trace_ratio(Z, y) == pytest.approx(0, abs=1e-14)
+    assert m.nc1_pinv(Z, y) == pytest.approx(0, abs=1e-14)
+    assert np.allclose(m.nc1_per_class(Z, y), 0, atol=1e-14)
+    assert m.nc2_etf_distance(Z, y) == pytest.approx(0, abs=1e-12)
+    assert m.nc3_cosine(Z, y, W) == pytest.approx(1, abs=1e-12)
+    assert m.nc3_class_mean_cosine(Z, W, labels=y) == pytest.approx(1, abs=1e-12)
+    assert m.nc3_etf_distance(Z, W, labels=y) == pytest.approx(0, abs=1e-12)
+
+
+@pytest.mark.parametrize("K,d", [(2, 2), (4, 10), (10, 10)])
+def test_exact_collapse_orthogonal_frame(K, d):
+    Z, y, means = collapsed(K, d, "orthogonal")
+    assert m.nc1_pinv(Z, y) == pytest.approx(0, abs=1e-14)
+    assert m.nc2_condition_number(Z, y) == pytest.approx(1, abs=1e-12)
+    assert m.nc2_orthogonal_frame_distance(Z, y) == pytest.approx(0, abs=1e-12)
+    # centred orthogonal frame is a simplex ETF (Tirer et al. Thm 2.2)
+    assert m.nc2_etf_distance(Z, y) == pytest.approx(0, abs=1e-12)
+    assert m.nc3_cosine(Z, y, means) == pytest.approx(1, abs=1e-12)
+
+
+def test_metrics_detect_departure_from_collapse():
+    Z, y, means = collapsed(4, 6, "orthogonal")
+    noisy = Z + 0.1 * np.random.default_rng(1).normal(size=Z.shape)
+    assert m.nc1_trace_ratio(noisy, y) > 1e-3
+    assert m.nc1_pinv(noisy, y) > 1e-3
+    assert m.nc2_condition_number(noisy, y) > 1.0 + 1e-3
+    assert m.nc3_cosine(noisy, y, means) < 1 - 1e-4
+
+
+def test_invariances_rotation_scale_order():
+    Z, y, W = random_problem(7, K=4, d=6)
+    R, _ = np.linalg.qr(np.random.default_rng(0).normal(size=(6, 6)))
+    perm = np.random.default_rng(1).permutation(len(y))
+    base = m.nc_metrics(Z, y, W)
+    for Z2, y2, W2 in [(Z @ R.T, y, W @ R.T), (3.7 * Z, y, 0.2 * W), (Z[perm], y[perm], W)]:
+        other = m.nc_metrics(Z2, y2, W2)
+        for k, v in base.items():
+            assert other[k] == pytest.approx(v, rel=1e-9), k
+    # NC1 (both variants) is also translation invariant; the uncentred NC2 is not
+    shifted = Z + 5.0
+    assert m.nc1_pinv(shifted, y) == pytest.approx(base["nc1_pinv"], rel=1e-9)
+    assert m.nc1_trace_ratio(shifted, y) == pytest.approx(base["nc1_trace_ratio"], rel=1e-9)
+    assert m.nc2_condition_number(shifted, y) != pytest.approx(base["nc2_condition_number"], rel=1e-3)
+    # balancedness is invariant under W_l -> U W_l V, W_{l+1} -> W' U^T
+    rng = np.random.default_rng(2)
+    W1, W2 = rng.normal(size=(6, 5)), rng.normal(size=(3, 6))
+    U, _ = np.linalg.qr(rng.normal(size=(6, 6)))
+    V, _ = np.linalg.qr(rng.normal(size=(5, 5)))
+    assert m.balancedness(W2 @ U.T, U @ W1 @ V) == pytest.approx(m.balancedness(W2, W1), rel=1e-9)
+
+
+def test_balancedness_zero_for_balanced_pair():
+    rng = np.random.default_rng(3)
+    U, _ = np.linalg.qr(rng.normal(size=(5, 5)))
+    V, _ = np.linalg.qr(rng.normal(size=(5, 5)))
+    S = np.diag(rng.uniform(0.5, 2, 5))
+    # W_l = U S V^T and W_{l+1} = V' S U^T give W_{l+1}^T W_{l+1} = U S^2 U^T = W_l W_l^T
+    assert m.balancedness(V @ S @ U.T, U @ S @ V.T) == pytest.approx(0, abs=1e-12)
+    assert m.negativity(np.abs(rng.normal(size=(10, 4)))) == 0.0
+
+
+def test_streaming_equals_one_shot_with_merge():
+    Z, y, W = random_problem(11, K=5, d=9, sizes=[7, 3, 12, 5, 9])
+    order = np.random.default_rng(0).permutation(len(y))
+    Z, y = Z[order], y[order]
+    a = m.StreamingClassStats(5, 9, classifier=W)
+    for start in range(0, 20, 6):
+        a.update(Z[start:min(start + 6, 20)], y[start:min(start + 6, 20)])
+    b = m.StreamingClassStats(5, 9, classifier=W)
+    b.update(Z[20:31], y[20:31]).update(Z[31:], y[31:])
+    s = a.merge(b).finalize()
+    one = m.class_stats(Z, y)
+    assert m.nc1_pinv(s) == pytest.approx(m.nc1_pinv(one), rel=1e-10)
+    assert m.nc1_trace_ratio(s) == pytest.approx(m.nc1_trace_ratio(one), rel=1e-12)
+    np.testing.assert_allclose(m.nc1_per_class(s), m.nc1_per_class(one), rtol=1e-10)
+    assert m.nc2_etf_distance(s) == pytest.approx(m.nc2_etf_distance(one), rel=1e-10)
+    assert m.nc2_condition_number(s) == pytest.approx(m.nc2_condition_number(one), rel=1e-10)
+    assert a.nc3_cosine() == pytest.approx(m.nc3_cosine(Z, y, W), rel=1e-12)
+
+
+def test_float32_input_matches_float64_on_near_collapsed_features():
+    rng = np.random.default_rng(0)
+    K, d, n = 10, 256, 50
+    means = rng.normal(size=(K, d)) * 10
+    y = np.repeat(np.arange(K), n)
+    Z32 = (means[y] + 1e-3 * rng.normal(size=(K * n, d))).astype(np.float32)
+    Z64 = Z32.astype(np.float64)  # the very same numbers, in float64
+    s32, s64 = m.class_stats(torch.from_numpy(Z32), y), m.class_stats(Z64, y)
+    for f in (m.nc1_pinv, m.nc1_trace_ratio, m.nc2_etf_distance, m.nc2_condition_number):
+        assert f(s32) == pytest.approx(f(s64), rel=1e-5), f.__name__
+    ref = naive.nc1_pinv(Z64, y, K, within=naive.sigma_w_fast)
+    assert m.nc1_pinv(s32) == pytest.approx(ref, rel=1e-6)
+    assert m.nc1_pinv(s32) > 0
+
+
+def test_numpy_and_torch_inputs_agree_and_device_is_kept():
+    Z, y, W = random_problem(2)
+    a = m.nc_metrics(Z, y, W)
+    b = m.nc_metrics(torch.from_numpy(Z), torch.from_numpy(y), torch.from_numpy(W))
+    assert a == pytest.approx(b, rel=1e-12)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_matches_cpu():
+    Z, y, W = random_problem(4, K=4, d=7)
+    cpu = m.nc_metrics(Z, y, W)
+    gpu = m.nc_metrics(torch.from_numpy(Z).cuda(), torch.from_numpy(y).cuda(), torch.from_numpy(W).cuda())
+    assert gpu == pytest.approx(cpu, rel=1e-9)
+    st = m.StreamingClassStats(4, 7, device="cuda").update(torch.from_numpy(Z).cuda(), torch.from_numpy(y).cuda())
+    assert m.nc1_pinv(st.finalize()) == pytest.approx(cpu["nc1_pinv"], rel=1e-9)
+
+
+@pytest.mark.parametrize("Z,y,match", [
+    (np.ones((4, 3)), np.zeros(4, dtype=int), "at least 2 classes"),
+    (np.random.default_rng(0).normal(size=(6, 3)), np.array([0, 0, 2, 2, 0, 2]), r"class\(es\) \[1\]"),
+    (np.ones((4, 3)), np.array([0, 1, 0]), "one label per row"),
+    (np.ones((4, 3)), np.array([0, 1, -1, 1]), "0..K-1"),
+    (np.ones(4), np.array([0, 1, 0, 1]), "2-D"),
+    (np.array([[np.nan, 1.0], [0, 1], [1, 1], [2, 2]]), np.array([0, 1, 0, 1]), "NaN or inf"),
+    (np.ones((4, 3)), np.array([0.0, 1, 0, 1]), "integers"),
+])
+def test_bad_input_gives_clear_errors(Z, y, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        m.nc1_pinv(Z, y)
+
+
+def test_errors_for_labels_out_of_range_dimension_and_degenerate_means():
+    Z, y, W = random_problem(0, K=4, d=3)
+    with pytest.raises(ValueError, match="d >= 4"):
+        m.nc2_condition_number(Z, y)
+    with pytest.raises(ValueError, match=r"0\.\.2"):
+        m.class_stats(Z, y, num_classes=3)
+    with pytest.raises(ValueError, match="shape"):
+        m.nc3_cosine(Z, y, W[:, :2])
+    same = np.ones((6, 3))
+    with pytest.raises(ValueError, match="coincide"):
+        m.nc1_pinv(same, np.array([0, 1, 0, 1, 0, 1]))
+    with pytest.raises(ValueError, match="chain"):
+        m.balancedness(np.ones((2, 3)), np.ones((4, 2)))
+    with pytest.raises(ValueError, match="received no samples"):
+        m.StreamingClassStats(3, 3).update(Z[:2], np.array([0, 1])).finalize()
