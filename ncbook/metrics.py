@@ -57,7 +57,7 @@ def check_features_labels(
         raise TypeError(f"labels must be integers 0..K-1, got dtype {y.dtype}")
     if not Z.dtype.is_floating_point:
         Z = Z.to(torch.float64)
-    if not bool(torch.isfinite(Z).all()):
+    if not bool(torch.isfinite(Z.sum())) and not bool(torch.isfinite(Z).all()):
         bad = int((~torch.isfinite(Z)).any(dim=1).sum())
         raise ValueError(f"features contain NaN or inf in {bad} of {Z.shape[0]} rows; "
                          "check the network output (a diverged run?) before measuring collapse")
@@ -87,10 +87,10 @@ def _check_dims(d: int, needed: int, metric: str) -> None:
 
 
 def class_means(features: ArrayLike, labels: ArrayLike, num_classes: int | None = None) -> torch.Tensor:
-    """Class means ``mu_c = (1/n_c) sum_i z_ci`` as a ``(K, d)`` float64 tensor (one pass over the data)."""
+    """Class means ``mu_c = (1/n_c) sum_i z_ci`` as a ``(K, d)`` float64 tensor (one blocked pass over the data)."""
     Z, y, K = check_features_labels(features, labels, num_classes)
-    sums = torch.zeros(K, Z.shape[1], dtype=torch.float64, device=Z.device).index_add_(0, y, Z.to(torch.float64))
-    return sums / torch.bincount(y, minlength=K).to(sums).unsqueeze(1)
+    Z = Z if Z.dtype in (torch.float32, torch.float64) else Z.to(torch.float32)
+    return _class_sums(Z, y, K) / torch.bincount(y, minlength=K).to(torch.float64).unsqueeze(1)
 
 
 def global_mean(means: torch.Tensor, counts: torch.Tensor, kind: GlobalMean = "samples") -> torch.Tensor:
@@ -150,20 +150,59 @@ def mean_basis(means: torch.Tensor) -> torch.Tensor:
     return Q
 
 
+CHUNK_ELEMENTS = 1 << 20
+"""Features are processed in row blocks of about this many numbers, so no temporary is as large as the input."""
+
+
+def _block_rows(d: int) -> int:
+    return max(1, CHUNK_ELEMENTS // max(d, 1))
+
+
+def _class_sums(Z: torch.Tensor, y: torch.Tensor, K: int) -> torch.Tensor:
+    """Per-class sums (K, d): float sums inside a block of rows, float64 across blocks."""
+    rows = _block_rows(Z.shape[1])
+    part = torch.zeros(K, Z.shape[1], dtype=Z.dtype, device=Z.device)
+    sums = torch.zeros(K, Z.shape[1], dtype=torch.float64, device=Z.device)
+    for s in range(0, Z.shape[0], rows):
+        sums += part.zero_().index_add_(0, y[s:s + rows], Z[s:s + rows])
+    return sums
+
+
 def class_stats(features: ArrayLike, labels: ArrayLike, num_classes: int | None = None) -> ClassStats:
-    """One-shot :class:`ClassStats`: two passes over the data in float64, no d x d matrix formed."""
+    """One-shot :class:`ClassStats` in two blocked passes; no d x d matrix, no full-size temporary.
+
+    Float32 input stays float32 inside a block (where centring is exact or nearly so) and every sum over blocks is
+    float64; the corrected two-pass formula S_c = sum_i c_i c_i^T - n_c m_c m_c^T, with c_i = z_i - mu0_c and m_c the
+    mean residual, removes the rounding error of the first-pass means mu0 (Chan, Golub & LeVeque 1983).
+    """
     Z, y, K = check_features_labels(features, labels, num_classes)
-    Z = Z.to(torch.float64)
+    if Z.dtype not in (torch.float32, torch.float64):
+        Z = Z.to(torch.float32)
+    (N, d), f64, work, rows = Z.shape, torch.float64, Z.dtype, _block_rows(Z.shape[1])
     counts = torch.bincount(y, minlength=K)
-    means = torch.zeros(K, Z.shape[1], dtype=torch.float64, device=Z.device).index_add_(0, y, Z)
-    means /= counts.to(means).unsqueeze(1)
-    Q = mean_basis(means)
-    C = Z - means[y]
-    trace = torch.zeros(K, dtype=torch.float64, device=Z.device).index_add_(0, y, (C * C).sum(1))
-    P = C @ Q
-    scatter_q = torch.zeros(K, Q.shape[1], Q.shape[1], dtype=torch.float64, device=Z.device)
-    scatter_q.index_add_(0, y, P.unsqueeze(2) * P.unsqueeze(1))
-    return ClassStats(counts, means, Q, scatter_q, trace)
+    n = counts.to(f64)
+    first = _class_sums(Z, y, K) / n.unsqueeze(1)
+    mu0, Q = first.to(work), mean_basis(first)
+    part = torch.zeros(K, d, dtype=work, device=Z.device)
+    Qw = Q.to(work)
+    buf = torch.empty(min(rows, N), d, dtype=work, device=Z.device)
+    sq_norms = torch.zeros(K, dtype=f64, device=Z.device)
+    resid = torch.zeros(K, d, dtype=f64, device=Z.device)
+    scatter = torch.zeros(K, Q.shape[1], Q.shape[1], dtype=f64, device=Z.device)
+    for s in range(0, N, rows):
+        yc = y[s:s + rows]
+        C = buf[:len(yc)]
+        torch.index_select(mu0, 0, yc, out=C)
+        torch.sub(Z[s:s + rows], C, out=C)
+        sq_norms.index_add_(0, yc, torch.linalg.vector_norm(C, dim=1).to(f64) ** 2)
+        resid += part.zero_().index_add_(0, yc, C)
+        P = (C @ Qw).to(f64)
+        scatter.index_add_(0, yc, P.unsqueeze(2) * P.unsqueeze(1))
+    m = resid / n.unsqueeze(1)
+    mq = m @ Q
+    trace = (sq_norms - n * (m * m).sum(1)).clamp(min=0)
+    scatter_q = scatter - n[:, None, None] * mq.unsqueeze(2) * mq.unsqueeze(1)
+    return ClassStats(counts, mu0.to(f64) + m, Q, scatter_q, trace)
 
 
 class StreamingClassStats:
@@ -380,8 +419,12 @@ def nc3_cosine(features: ArrayLike, labels: ArrayLike, W: ArrayLike) -> float:
     """NC3 = (1/N) sum_{c,i} cos(z_ci, W_c:)  (Jacot et al. Sec. 3; 1 at perfect alignment)."""
     W = _as_tensor(W, "W")
     Z, y, K = check_features_labels(features, labels, W.shape[0] if W.ndim == 2 else None)
-    W = _check_classifier(W, K, Z.shape[1])
-    return float(_cosines(Z.to(torch.float64), y, W).mean())
+    W = _check_classifier(W, K, Z.shape[1]).to(Z.device)
+    Zw = Z if Z.dtype in (torch.float32, torch.float64) else Z.to(torch.float32)
+    rows, total = _block_rows(Z.shape[1]), torch.zeros((), dtype=torch.float64, device=Z.device)
+    for s in range(0, Z.shape[0], rows):
+        total += _cosines(Zw[s:s + rows], y[s:s + rows], W.to(Zw.dtype)).to(torch.float64).sum()
+    return float(total / Z.shape[0])
 
 
 def nc3_class_mean_cosine(features: ClassStats | ArrayLike, W: ArrayLike, labels: ArrayLike | None = None) -> float:

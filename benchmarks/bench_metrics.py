@@ -1,0 +1,82 @@
+"""Benchmark of ncbook.metrics (run it, don't time it in a test):
+
+    python benchmarks/bench_metrics.py [--n 50000] [--d 512] [--k 10] [--repeats 3]
+
+All timings are taken side by side in one run and reported as ratios:
+(a) the naive float64 implementation (d x d covariances with per-class loops, d x d pseudo-inverse) over ncbook;
+(b) ncbook's full metric suite over one pass that computes the class means.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+import naive  # noqa: E402
+
+from ncbook import metrics  # noqa: E402
+
+
+def best_time(fn, repeats: int) -> float:
+    """Best wall time of ``repeats`` calls (seconds)."""
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def naive_suite(Z: np.ndarray, y: np.ndarray, W: np.ndarray, K: int) -> dict[str, float]:
+    """The same metrics as ``metrics.nc_metrics(Z, y, W)``, from the naive formulas (NC3 cosine vectorised)."""
+    Z = Z.astype(np.float64)
+    Sw, Sb = naive.sigma_w_fast(Z, y, K), naive.sigma_b(Z, y, K)
+    cos = (Z * W[y]).sum(1) / np.linalg.norm(Z, axis=1) / np.linalg.norm(W, axis=1)[y]
+    return {
+        "nc1_trace_ratio": np.trace(Sw) / np.trace(Sb),
+        "nc1_pinv": np.trace(Sw @ np.linalg.pinv(Sb, hermitian=True)) / K,
+        "nc2_etf_distance": naive.nc2_etf_distance(Z, y, K),
+        "nc2_condition_number": naive.nc2_condition_number(Z, y, K),
+        "nc2_orthogonal_frame_distance": naive.nc2_orthogonal_frame_distance(Z, y, K),
+        "nc3_cosine": cos.mean(),
+        "nc3_class_mean_cosine": naive.nc3_class_mean_cosine(Z, y, W),
+        "nc3_etf_distance": naive.nc3_etf_distance(Z, y, W),
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--n", type=int, default=50_000)
+    p.add_argument("--d", type=int, default=512)
+    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--repeats", type=int, default=3)
+    a = p.parse_args()
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, a.k, a.n)
+    Z = (3 * rng.normal(size=(a.k, a.d))[y] + rng.normal(size=(a.n, a.d))).astype(np.float32)
+    W = rng.normal(size=(a.k, a.d))
+    Zt, yt, Wt = torch.from_numpy(Z), torch.from_numpy(y), torch.from_numpy(W)
+
+    t_means = best_time(lambda: metrics.class_means(Zt, yt), a.repeats)
+    t_ours = best_time(lambda: metrics.nc_metrics(Zt, yt, Wt), a.repeats)
+    t_naive = best_time(lambda: naive_suite(Z, y, W, a.k), max(1, a.repeats - 2))
+    ours, ref = metrics.nc_metrics(Zt, yt, Wt), naive_suite(Z, y, W, a.k)
+
+    print(f"N={a.n} d={a.d} K={a.k} float32 on CPU, torch threads={torch.get_num_threads()}")
+    print(f"  one class-means pass        {t_means * 1e3:9.1f} ms")
+    print(f"  ncbook, all metrics         {t_ours * 1e3:9.1f} ms")
+    print(f"  naive float64 (d x d pinv)  {t_naive * 1e3:9.1f} ms")
+    print(f"  (a) naive / ncbook          {t_naive / t_ours:9.1f} x   (target >= 20)")
+    print(f"  (b) ncbook / class means    {t_ours / t_means:9.1f} x   (target <= 10)")
+    for k, v in ref.items():
+        print(f"  {k:22s} ncbook {ours[k]:.10g}  naive {v:.10g}  rel.diff {abs(ours[k] - v) / abs(v):.1e}")
+
+
+if __name__ == "__main__":
+    main()
