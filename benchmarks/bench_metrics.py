@@ -18,9 +18,9 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-import naive  # noqa: E402
-
 from ncbook import metrics  # noqa: E402
+
+import naive  # noqa: E402
 
 
 def best_time(fn, repeats: int) -> float:

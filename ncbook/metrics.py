@@ -335,7 +335,8 @@ def nc1_pinv(features: ClassStats | ArrayLike, labels: ArrayLike | None = None,
     """NC1 = (1/K) tr(Sigma_W Sigma_B^+)  (Papyan et al. 2020; Tirer et al. Sec. 6), in the span of the means."""
     s = _stats(features, labels)
     Sw_q = s.scatter_q.sum(0) / s.num_samples
-    return float((Sw_q * _between_pinv_q(s, global_mean)).sum() / s.num_classes)
+    value = float((Sw_q * _between_pinv_q(s, global_mean)).sum() / s.num_classes)
+    return max(value, 0.0)  # tr of a product of PSD matrices: only rounding can make it negative
 
 
 def nc1_per_class(features: ClassStats | ArrayLike, labels: ArrayLike | None = None,

@@ -1,0 +1,49 @@
+# Two commands do everything (see README.md):
+#   make book   install everything, then build the HTML book into _build/html from the committed notebooks
+#   make test   install everything, then run every check that CI runs
+# and one regenerates the book's executed notebooks:
+#   make execute
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | sha1sum | cut -c1-12)
+
+.PHONY: install assets book test unit notebooks pairing build-strict lint verify execute clean
+
+install: $(STAMP)
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	rm -f $(VENV)/.installed-* && touch $@
+
+assets:
+	bash scripts/fetch_assets.sh
+
+book: install assets
+	$(VENV)/bin/jupyter-book build .
+	@echo "Open _build/html/index.html in a browser."
+
+test: install assets unit notebooks pairing lint build-strict
+	@echo "all checks passed"
+
+unit:
+	$(PY) -m pytest tests -q
+
+notebooks:
+	TQDM_DISABLE=1 $(PY) -m pytest --nbval book -q --nbval-sanitize-with scripts/nbval_sanitize.cfg
+
+pairing:
+	$(PY) scripts/check_pairing.py
+
+lint:
+	$(VENV)/bin/ruff check .
+
+build-strict:
+	rm -rf _build/strict
+	$(VENV)/bin/jupyter-book build . --path-output _build/strict -W -n --keep-going
+
+execute: install
+	$(PY) scripts/execute_chapters.py
+
+clean:
+	rm -rf _build

@@ -1,0 +1,64 @@
+"""Execute every chapter from its MyST source and write the paired, executed notebook, deterministically.
+
+    python scripts/execute_chapters.py [book/ch01_metrics.md ...]
+
+For each chapter `book/NAME.md` this runs the code in a fresh kernel (cwd `book/`, progress bars off, widget state
+stored so the HTML book can render widgets) and writes `book/NAME.ipynb` with volatile metadata removed: no
+per-cell timings, no Python patch version, and widget model ids replaced by ids derived from the chapter name and
+their order, so that re-executing unchanged code gives byte-identical notebooks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import jupytext
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def normalise(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
+    """Drop volatile metadata and make widget model ids deterministic."""
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+        cell.metadata.pop("ExecuteTime", None)
+    nb.metadata.pop("language_info", None)
+    nb.metadata.pop("jupytext", None)
+    text = json.dumps(nb)
+    state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    for i, model_id in enumerate(state):
+        text = text.replace(model_id, hashlib.sha1(f"{name}:{i}".encode()).hexdigest()[:32])
+    return nbformat.from_dict(json.loads(text))
+
+
+def execute(md: Path) -> Path:
+    nb = jupytext.read(md)
+    os.environ["TQDM_DISABLE"] = "1"          # inherited by the kernel: no progress-bar widgets in the outputs
+    os.environ["PYTHONHASHSEED"] = "0"
+    client = NotebookClient(nb, timeout=1800, kernel_name="python3", store_widget_state=True,
+                            resources={"metadata": {"path": str(md.parent)}})
+    client.execute()
+    out = md.with_suffix(".ipynb")
+    nbformat.write(normalise(nb, md.stem), out)
+    return out
+
+
+def main(paths: list[str]) -> None:
+    chapters = [Path(p).resolve() for p in paths] or sorted((ROOT / "book").glob("ch*.md"))
+    for md in chapters:
+        t0 = time.perf_counter()
+        out = execute(md)
+        print(f"executed {md.relative_to(ROOT)} -> {out.relative_to(ROOT)} in {time.perf_counter() - t0:.0f} s",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
