@@ -4,7 +4,7 @@
 
 For each chapter `book/NAME.md` this runs the code in a fresh kernel (cwd `book/`, progress bars off, widget state
 stored so the HTML book can render widgets) and writes `book/NAME.ipynb` with volatile metadata removed: no
-per-cell timings, no Python patch version, and widget model ids replaced by ids derived from the chapter name and
+per-cell timings, no Python patch version, cell ids derived from the position, and widget model ids replaced by ids derived from the chapter name and
 their order, so that re-executing unchanged code gives byte-identical notebooks.
 """
 
@@ -27,7 +27,8 @@ WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 def normalise(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
     """Drop volatile metadata and make widget model ids deterministic."""
-    for cell in nb.cells:
+    for i, cell in enumerate(nb.cells):
+        cell.id = hashlib.sha1(f"{name}:cell:{i}".encode()).hexdigest()[:8]
         cell.metadata.pop("execution", None)
         cell.metadata.pop("ExecuteTime", None)
     nb.metadata.pop("language_info", None)
