@@ -23,7 +23,7 @@ book: install assets
 	$(VENV)/bin/jupyter-book build .
 	@echo "Open _build/html/index.html in a browser."
 
-test: install assets unit notebooks pairing lint build-strict
+test: install assets lint unit pairing notebooks build-strict
 	@echo "all checks passed"
 
 unit:

@@ -122,7 +122,8 @@ class ClassStats:
 
     ``counts`` (K,), ``means`` (K, d), ``basis`` Q (d, q) orthonormal with span(Q) containing every class mean,
     ``scatter_q`` (K, q, q) = Q^T S_c Q and ``scatter_trace`` (K,) = tr S_c, where
-    ``S_c = sum_i (z_ci - mu_c)(z_ci - mu_c)^T`` is the within-class scatter of class c.
+    ``S_c = sum_i (z_ci - mu_c)(z_ci - mu_c)^T`` is the within-class scatter of class c. ``cos_sum`` is
+    ``sum_{c,i} cos(z_ci, W_c:)`` when the statistics were gathered with a classifier W (for :func:`nc3_cosine`).
     """
 
     counts: torch.Tensor
@@ -130,6 +131,7 @@ class ClassStats:
     basis: torch.Tensor
     scatter_q: torch.Tensor
     scatter_trace: torch.Tensor
+    cos_sum: float | None = None
 
     @property
     def num_classes(self) -> int:
@@ -159,21 +161,25 @@ def _block_rows(d: int) -> int:
 
 
 def _class_sums(Z: torch.Tensor, y: torch.Tensor, K: int) -> torch.Tensor:
-    """Per-class sums (K, d): float sums inside a block of rows, float64 across blocks."""
+    """Per-class sums (K, d) in float64, one block of rows at a time (no full-size float64 copy)."""
     rows = _block_rows(Z.shape[1])
-    part = torch.zeros(K, Z.shape[1], dtype=Z.dtype, device=Z.device)
     sums = torch.zeros(K, Z.shape[1], dtype=torch.float64, device=Z.device)
+    buf = torch.empty(min(rows, Z.shape[0]), Z.shape[1], dtype=torch.float64, device=Z.device)
     for s in range(0, Z.shape[0], rows):
-        sums += part.zero_().index_add_(0, y[s:s + rows], Z[s:s + rows])
+        block = buf[:len(y[s:s + rows])]
+        sums.index_add_(0, y[s:s + rows], block.copy_(Z[s:s + rows]))
     return sums
 
 
-def class_stats(features: ArrayLike, labels: ArrayLike, num_classes: int | None = None) -> ClassStats:
+def class_stats(features: ArrayLike, labels: ArrayLike, num_classes: int | None = None,
+                classifier: ArrayLike | None = None) -> ClassStats:
     """One-shot :class:`ClassStats` in two blocked passes; no d x d matrix, no full-size temporary.
 
-    Float32 input stays float32 inside a block (where centring is exact or nearly so) and every sum over blocks is
-    float64; the corrected two-pass formula S_c = sum_i c_i c_i^T - n_c m_c m_c^T, with c_i = z_i - mu0_c and m_c the
-    mean residual, removes the rounding error of the first-pass means mu0 (Chan, Golub & LeVeque 1983).
+    Pass 1 sums each class in float64. Pass 2 subtracts from every sample its class mean rounded to the input
+    precision, a = fl(mu_c) (exact or nearly so for nearby float32 numbers), and applies the shifted-scatter
+    identity S_c = sum_i c_i c_i^T - n_c m_c m_c^T with c_i = z_i - a and m_c = mu_c - a (Chan, Golub & LeVeque
+    1983), so that nothing cancels; every sum over blocks is float64. With a ``classifier`` W (K x d) the same pass
+    accumulates the NC3 cosines, through z.w = c.w + a.w and |z|^2 = |c|^2 + 2 c.a + |a|^2.
     """
     Z, y, K = check_features_labels(features, labels, num_classes)
     if Z.dtype not in (torch.float32, torch.float64):
@@ -181,28 +187,43 @@ def class_stats(features: ArrayLike, labels: ArrayLike, num_classes: int | None 
     (N, d), f64, work, rows = Z.shape, torch.float64, Z.dtype, _block_rows(Z.shape[1])
     counts = torch.bincount(y, minlength=K)
     n = counts.to(f64)
-    first = _class_sums(Z, y, K) / n.unsqueeze(1)
-    mu0, Q = first.to(work), mean_basis(first)
-    part = torch.zeros(K, d, dtype=work, device=Z.device)
-    Qw = Q.to(work)
+    means = _class_sums(Z, y, K) / n.unsqueeze(1)
+    a = means.to(work)                                   # the shift: the means in the input precision
+    m = means - a.to(f64)                                # m_c = mu_c - a_c, exactly representable in float64
+    Q = mean_basis(means)
+    q = Q.shape[1]
+    W = None if classifier is None else _check_classifier(classifier, K, d).to(Z.device)
+    # one GEMM per block gives the projections on Q, and (with W) the products with W^T and with the shifts a
+    R = Q if W is None else torch.cat([Q, W.T, a.to(f64).T], dim=1)
+    Rw = R.to(work)
     buf = torch.empty(min(rows, N), d, dtype=work, device=Z.device)
     sq_norms = torch.zeros(K, dtype=f64, device=Z.device)
-    resid = torch.zeros(K, d, dtype=f64, device=Z.device)
-    scatter = torch.zeros(K, Q.shape[1], Q.shape[1], dtype=f64, device=Z.device)
+    scatter = torch.zeros(K, q, q, dtype=f64, device=Z.device)
+    cos_sum = torch.zeros((), dtype=f64, device=Z.device)
     for s in range(0, N, rows):
         yc = y[s:s + rows]
         C = buf[:len(yc)]
-        torch.index_select(mu0, 0, yc, out=C)
+        torch.index_select(a, 0, yc, out=C)
         torch.sub(Z[s:s + rows], C, out=C)
-        sq_norms.index_add_(0, yc, torch.linalg.vector_norm(C, dim=1).to(f64) ** 2)
-        resid += part.zero_().index_add_(0, yc, C)
-        P = (C @ Qw).to(f64)
+        cc = torch.linalg.vector_norm(C, dim=1).to(f64) ** 2
+        sq_norms.index_add_(0, yc, cc)
+        G = (C @ Rw).to(f64)
+        P = G[:, :q]
         scatter.index_add_(0, yc, P.unsqueeze(2) * P.unsqueeze(1))
-    m = resid / n.unsqueeze(1)
+        if W is not None:
+            cw = G[:, q:q + K].gather(1, yc.unsqueeze(1)).squeeze(1)
+            ca = G[:, q + K:].gather(1, yc.unsqueeze(1)).squeeze(1)
+            a64 = a.to(f64)
+            zw = cw + (a64 * W).sum(1)[yc]
+            zz = (cc + 2 * ca + (a64 * a64).sum(1)[yc]).clamp(min=0)
+            denom = zz.sqrt() * torch.linalg.vector_norm(W, dim=1)[yc]
+            if bool((denom == 0).any()):
+                raise ValueError("a feature vector or a classifier row is zero, so its cosine is undefined")
+            cos_sum += (zw / denom).sum()
     mq = m @ Q
     trace = (sq_norms - n * (m * m).sum(1)).clamp(min=0)
     scatter_q = scatter - n[:, None, None] * mq.unsqueeze(2) * mq.unsqueeze(1)
-    return ClassStats(counts, mu0.to(f64) + m, Q, scatter_q, trace)
+    return ClassStats(counts, means, Q, scatter_q, trace, None if W is None else float(cos_sum))
 
 
 class StreamingClassStats:
@@ -416,16 +437,19 @@ def _cosines(Z: torch.Tensor, y: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
     return dots / denom
 
 
-def nc3_cosine(features: ArrayLike, labels: ArrayLike, W: ArrayLike) -> float:
-    """NC3 = (1/N) sum_{c,i} cos(z_ci, W_c:)  (Jacot et al. Sec. 3; 1 at perfect alignment)."""
+def nc3_cosine(features: ArrayLike | ClassStats, labels: ArrayLike | None = None, W: ArrayLike | None = None) -> float:
+    """NC3 = (1/N) sum_{c,i} cos(z_ci, W_c:)  (Jacot et al. Sec. 3; 1 at perfect alignment).
+
+    Pass features, labels and W, or ClassStats gathered with ``class_stats(..., classifier=W)``.
+    """
+    if isinstance(features, ClassStats):
+        if features.cos_sum is None:
+            raise ValueError("these ClassStats were gathered without a classifier: use class_stats(..., classifier=W)")
+        return features.cos_sum / features.num_samples
+    if labels is None or W is None:
+        raise TypeError("nc3_cosine needs features, labels and the classifier W")
     W = _as_tensor(W, "W")
-    Z, y, K = check_features_labels(features, labels, W.shape[0] if W.ndim == 2 else None)
-    W = _check_classifier(W, K, Z.shape[1]).to(Z.device)
-    Zw = Z if Z.dtype in (torch.float32, torch.float64) else Z.to(torch.float32)
-    rows, total = _block_rows(Z.shape[1]), torch.zeros((), dtype=torch.float64, device=Z.device)
-    for s in range(0, Z.shape[0], rows):
-        total += _cosines(Zw[s:s + rows], y[s:s + rows], W.to(Zw.dtype)).to(torch.float64).sum()
-    return float(total / Z.shape[0])
+    return nc3_cosine(class_stats(features, labels, W.shape[0] if W.ndim == 2 else None, classifier=W))
 
 
 def nc3_class_mean_cosine(features: ClassStats | ArrayLike, W: ArrayLike, labels: ArrayLike | None = None) -> float:
@@ -488,7 +512,7 @@ def negativity(preactivations: ArrayLike) -> float:
 def nc_metrics(features: ArrayLike, labels: ArrayLike, W: ArrayLike | None = None,
                num_classes: int | None = None, global_mean: GlobalMean = "samples") -> dict[str, float]:
     """All class-mean based metrics of one feature matrix (and NC3 if the next layer's classifier W is given)."""
-    s = class_stats(features, labels, num_classes)
+    s = class_stats(features, labels, num_classes, classifier=W)
     out = {
         "nc1_trace_ratio": nc1_trace_ratio(s, global_mean=global_mean),
         "nc1_pinv": nc1_pinv(s, global_mean=global_mean),
@@ -498,7 +522,7 @@ def nc_metrics(features: ArrayLike, labels: ArrayLike, W: ArrayLike | None = Non
         out["nc2_condition_number"] = nc2_condition_number(s)
         out["nc2_orthogonal_frame_distance"] = nc2_orthogonal_frame_distance(s)
     if W is not None:
-        out["nc3_cosine"] = nc3_cosine(features, labels, W)
+        out["nc3_cosine"] = nc3_cosine(s)
         out["nc3_class_mean_cosine"] = nc3_class_mean_cosine(s, W)
         out["nc3_etf_distance"] = nc3_etf_distance(s, W, global_mean=global_mean)
     return out

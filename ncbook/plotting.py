@@ -68,3 +68,12 @@ def plot_gram(features: torch.Tensor, labels: torch.Tensor, ax=None, title: str 
     ax.tick_params(labelsize=6)
     fig.colorbar(im, ax=ax, fraction=0.046)
     return fig
+
+
+def plot_grams(features: list[torch.Tensor], labels: torch.Tensor, layers: list[int]) -> Figure:
+    """Side-by-side class-mean cosine Gram matrices of the given layers (0-based indices into ``features``)."""
+    fig, axes = plt.subplots(1, len(layers), figsize=(3.7 * len(layers), 3))
+    for ax, layer in zip(np.atleast_1d(axes), layers):
+        plot_gram(features[layer], labels, ax=ax, title=f"layer {layer + 1}: cos($\\mu_c$, $\\mu_{{c'}}$)")
+    fig.tight_layout()
+    return fig

@@ -26,6 +26,10 @@ class History:
         """Values of metric ``name`` at layer ``layer`` (python index into the layers) over the recorded steps."""
         return np.array([row[layer] for row in self.layers[name]])
 
+    def final(self, name: str, layer: int = -1) -> float:
+        """Value of metric ``name`` at layer ``layer`` at the last recorded step."""
+        return float(self.layers[name][-1][layer])
+
 
 def one_hot_targets(labels: torch.Tensor, num_classes: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """Targets Y with Y[i, y_i] = 1 and 0 elsewhere (the MSE targets of both papers)."""
@@ -74,12 +78,12 @@ def train_full_batch(model: MLP, x: torch.Tensor, labels: torch.Tensor, steps: i
     for step in bar:
         loss = regularised_mse(model, x, Y, weight_decay)
         if not torch.isfinite(loss):
-            raise FloatingPointError(f"loss became {float(loss)} at step {step}: the run diverged; lower the learning "
+            raise FloatingPointError(f"loss became {loss.item()} at step {step}: the run diverged; lower the learning "
                                      f"rate (lr={lr}) or the initialisation scale")
         if step % record_every == 0 or step == steps:
             with torch.no_grad():
                 hist.steps.append(step)
-                hist.loss.append(float(loss))
+                hist.loss.append(loss.item())
                 hist.train_error.append(float((model(x).argmax(1) != labels).double().mean()))
                 for name, vals in layer_metrics(model, x, labels).items():
                     hist.layers.setdefault(name, []).append(vals)

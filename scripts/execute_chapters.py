@@ -4,8 +4,8 @@
 
 For each chapter `book/NAME.md` this runs the code in a fresh kernel (cwd `book/`, progress bars off, widget state
 stored so the HTML book can render widgets) and writes `book/NAME.ipynb` with volatile metadata removed: no
-per-cell timings, no Python patch version, cell ids derived from the position, and widget model ids replaced by ids derived from the chapter name and
-their order, so that re-executing unchanged code gives byte-identical notebooks.
+per-cell timings, no Python patch version, and cell ids and widget model ids derived from the chapter name and
+their position, so that re-executing unchanged code gives byte-identical notebooks.
 """
 
 from __future__ import annotations

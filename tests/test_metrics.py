@@ -159,9 +159,19 @@ def test_float32_input_matches_float64_on_near_collapsed_features():
     s32, s64 = m.class_stats(torch.from_numpy(Z32), y), m.class_stats(Z64, y)
     for f in (m.nc1_pinv, m.nc1_trace_ratio, m.nc2_etf_distance, m.nc2_condition_number):
         assert f(s32) == pytest.approx(f(s64), rel=1e-5), f.__name__
+    W = means + rng.normal(size=means.shape)
+    assert m.nc3_cosine(torch.from_numpy(Z32), y, W) == pytest.approx(naive.nc3_cosine(Z64, y, W), rel=1e-6)
     ref = naive.nc1_pinv(Z64, y, K, within=naive.sigma_w_fast)
     assert m.nc1_pinv(s32) == pytest.approx(ref, rel=1e-6)
     assert m.nc1_pinv(s32) > 0
+
+
+def test_nc3_cosine_from_stats_needs_classifier():
+    Z, y, W = random_problem(3)
+    s = m.class_stats(Z, y, classifier=W)
+    assert m.nc3_cosine(s) == pytest.approx(naive.nc3_cosine(Z, y, W), rel=1e-12)
+    with pytest.raises(ValueError, match="without a classifier"):
+        m.nc3_cosine(m.class_stats(Z, y))
 
 
 def test_numpy_and_torch_inputs_agree_and_device_is_kept():

@@ -1,0 +1,103 @@
+"""ncbook.nets, ncbook.train, ncbook.experiments and ncbook.interactive."""
+
+import json
+import re
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+
+from ncbook import data, metrics
+from ncbook.experiments import MLPDemo
+from ncbook.interactive import MAX_HTML_BYTES, SliderFigure
+from ncbook.nets import MLP
+from ncbook.train import layer_metrics, regularised_mse, train_full_batch
+
+
+def test_mlp_layers_are_relu_then_linear():
+    torch.manual_seed(0)
+    net = MLP([5, 7, 6, 4, 3], num_nonlinear=2).double()
+    x = torch.randn(11, 5, dtype=torch.float64)
+    feats = net.forward_features(x)
+    assert [f.shape[1] for f in feats] == [7, 6, 4, 3]
+    assert (feats[0] >= 0).all() and (feats[1] >= 0).all()
+    # the linear head is exactly the product of its matrices
+    W3, W4 = net.weights[2], net.weights[3]
+    assert torch.allclose(feats[3], feats[1] @ (W4 @ W3).T, atol=1e-12)
+    with pytest.raises(ValueError, match="L-1"):
+        MLP([5, 3], num_nonlinear=1)
+
+
+def test_regularised_mse_matches_formula_and_gd_decreases_it():
+    torch.manual_seed(0)
+    X, y = data.gaussian_mixture(3, 10, 6, seed=1)
+    net = MLP([6, 8, 8, 3], num_nonlinear=1).double()
+    Y = torch.nn.functional.one_hot(y, 3).double()
+    lam = 0.01
+    direct = 0.5 * ((net(X) - Y) ** 2).sum() / 30 + 0.5 * lam * sum((w ** 2).sum() for w in net.parameters())
+    assert regularised_mse(net, X, Y, lam).item() == pytest.approx(direct.item(), rel=1e-14)
+    hist = train_full_batch(net, X, y, steps=200, lr=0.1, weight_decay=lam, record_every=50, progress=False)
+    assert hist.steps == [0, 50, 100, 150, 200]
+    assert all(np.diff(hist.loss) < 0)                      # small-step GD decreases the loss it minimises
+    assert hist.series("nc1_trace_ratio", -2)[-1] < hist.series("nc1_trace_ratio", -2)[0]
+
+
+def test_layer_metrics_use_ncbook_metrics():
+    torch.manual_seed(0)
+    X, y = data.gaussian_mixture(3, 8, 4, seed=0)
+    net = MLP([4, 32, 8, 3], num_nonlinear=1).double()
+    out = layer_metrics(net, X, y)
+    feats = net.forward_features(X)
+    assert out["nc1_pinv"][1] == pytest.approx(metrics.nc1_pinv(feats[1].detach(), y))
+    assert out["balancedness"][1] == pytest.approx(metrics.balancedness(net.weights[2], net.weights[1]))
+    assert np.isnan(out["balancedness"][-1])
+    assert out["nc3_cosine"][0] == pytest.approx(metrics.nc3_cosine(feats[1].detach(), y, net.weights[2].detach()))
+
+
+def test_divergence_is_reported_with_step_and_cause():
+    torch.manual_seed(0)
+    X, y = data.gaussian_mixture(3, 10, 6, seed=1)
+    net = MLP([6, 8, 8, 3], num_nonlinear=1).double()
+    with pytest.raises(FloatingPointError, match=r"at step \d+.*lower the learning rate"):
+        train_full_batch(net, X * 100, y, steps=100, lr=10.0, weight_decay=0.0, progress=False)
+    with pytest.raises(ValueError, match="lr > 0"):
+        train_full_batch(net, X, y, steps=10, lr=-1.0, weight_decay=0.0, progress=False)
+
+
+def test_demo_config_validates_lambda():
+    with pytest.raises(ValueError, match="weight_decay"):
+        MLPDemo(weight_decay=-1e-3)
+    with pytest.raises(ValueError, match="weight_decay"):
+        MLPDemo(weight_decay=float("nan"))
+
+
+def _draw(a, b=1.0):
+    fig, ax = plt.subplots(figsize=(2, 1.5))
+    t = np.linspace(0, 1, 50)
+    ax.plot(t, np.sin(2 * np.pi * a * t) * b)
+    return fig
+
+
+def test_slider_figure_static_html_has_every_frame_and_switches():
+    sf = SliderFigure(_draw, {"a": [1, 2, 3], "b": [0.5, 1.0]}, labels={"a": "freq"}, initial={"a": 2})
+    page = sf.html()
+    frames = json.loads(re.search(r'class="ncsf-frames">(.*?)</script>', page).group(1))
+    assert sorted(frames) == [f"{i},{j}" for i in range(3) for j in range(2)]
+    assert len(set(frames.values())) == 6                    # every grid point drew a different figure
+    assert 'data-key="1,0"' in page                          # starts at a=2 (index 1), b=0.5 (index 0)
+    assert page.count('class="ncsf-range"') == 2
+    assert sf.image(a=2, b=0.5) is sf.image(a=2, b=0.5)     # memoised
+    bundle = sf._repr_mimebundle_()
+    assert {"text/html", "image/png", "text/plain"} <= set(bundle)
+
+
+def test_slider_figure_rejects_bad_declarations_and_oversized_pages(monkeypatch):
+    with pytest.raises(ValueError, match="empty grid"):
+        SliderFigure(_draw, {"a": []})
+    with pytest.raises(ValueError, match="not in its grid"):
+        SliderFigure(_draw, {"a": [1, 2]}, initial={"a": 5})
+    monkeypatch.setattr("ncbook.interactive.MAX_HTML_BYTES", 1000)
+    with pytest.raises(ValueError, match="coarser grid"):
+        SliderFigure(_draw, {"a": [1, 2]}).html()
+    assert MAX_HTML_BYTES == 3 * 1024 * 1024
