@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -11,6 +12,14 @@ from tqdm.auto import tqdm
 
 from . import metrics
 from .nets import MLP
+
+
+def progress_bar(iterable, enabled: bool = True, **kwargs):
+    """A tqdm progress bar over ``iterable``, unless ``enabled`` is False or the environment sets TQDM_DISABLE=1
+    (as `make execute` and `make test` do, so that executed notebooks hold no progress-bar widgets)."""
+    if not enabled or os.environ.get("TQDM_DISABLE", "").lower() in ("1", "true", "yes"):
+        return iterable
+    return tqdm(iterable, **kwargs)
 
 
 @dataclass
@@ -74,8 +83,7 @@ def train_full_batch(model: MLP, x: torch.Tensor, labels: torch.Tensor, steps: i
     Y = one_hot_targets(labels, K, x.dtype)
     opt = torch.optim.SGD(model.parameters(), lr=lr)
     hist = History()
-    bar = tqdm(range(steps + 1), desc=f"GD, lambda={weight_decay:g}", leave=False) if progress else range(steps + 1)
-    for step in bar:
+    for step in progress_bar(range(steps + 1), progress, desc=f"GD, lambda={weight_decay:g}", leave=False):
         loss = regularised_mse(model, x, Y, weight_decay)
         if not torch.isfinite(loss):
             raise FloatingPointError(f"loss became {loss.item()} at step {step}: the run diverged; lower the learning "
