@@ -23,13 +23,15 @@ from ncbook import metrics  # noqa: E402
 import naive  # noqa: E402
 
 
-def best_time(fn, repeats: int) -> float:
-    """Best wall time of ``repeats`` calls (seconds)."""
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
+def best_times(fns: dict, repeats: int) -> dict[str, float]:
+    """Best wall time (seconds) of each function over ``repeats`` rounds, the functions interleaved within each
+    round so that a slow spell of the machine hits all of them alike; one warm-up round first."""
+    best = {name: float("inf") for name in fns}
+    for _ in range(repeats + 1):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
     return best
 
 
@@ -55,7 +57,7 @@ def main() -> None:
     p.add_argument("--n", type=int, default=50_000)
     p.add_argument("--d", type=int, default=512)
     p.add_argument("--k", type=int, default=10)
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=5)
     a = p.parse_args()
     rng = np.random.default_rng(0)
     y = rng.integers(0, a.k, a.n)
@@ -63,9 +65,9 @@ def main() -> None:
     W = rng.normal(size=(a.k, a.d))
     Zt, yt, Wt = torch.from_numpy(Z), torch.from_numpy(y), torch.from_numpy(W)
 
-    t_means = best_time(lambda: metrics.class_means(Zt, yt), a.repeats)
-    t_ours = best_time(lambda: metrics.nc_metrics(Zt, yt, Wt), a.repeats)
-    t_naive = best_time(lambda: naive_suite(Z, y, W, a.k), max(1, a.repeats - 2))
+    t = best_times({"means": lambda: metrics.class_means(Zt, yt), "ours": lambda: metrics.nc_metrics(Zt, yt, Wt),
+                    "naive": lambda: naive_suite(Z, y, W, a.k)}, a.repeats)
+    t_means, t_ours, t_naive = t["means"], t["ours"], t["naive"]
     ours, ref = metrics.nc_metrics(Zt, yt, Wt), naive_suite(Z, y, W, a.k)
 
     print(f"N={a.n} d={a.d} K={a.k} float32 on CPU, torch threads={torch.get_num_threads()}")

@@ -44,7 +44,10 @@ def _as_tensor(x: ArrayLike, name: str) -> torch.Tensor:
 def check_features_labels(
     features: ArrayLike, labels: ArrayLike, num_classes: int | None = None
 ) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """Validate ``(N, d)`` features and ``(N,)`` integer labels in ``0..K-1``; return tensors and ``K``."""
+    """Validate ``(N, d)`` features and ``(N,)`` integer labels in ``0..K-1``; return tensors and ``K``.
+
+    Finiteness is checked on the class sums (:func:`_class_sums`), which every NaN or inf reaches, at no extra cost.
+    """
     Z = _as_tensor(features, "features")
     y = _as_tensor(labels, "labels")
     if Z.ndim != 2:
@@ -57,10 +60,6 @@ def check_features_labels(
         raise TypeError(f"labels must be integers 0..K-1, got dtype {y.dtype}")
     if not Z.dtype.is_floating_point:
         Z = Z.to(torch.float64)
-    if not bool(torch.isfinite(Z.sum())) and not bool(torch.isfinite(Z).all()):
-        bad = int((~torch.isfinite(Z)).any(dim=1).sum())
-        raise ValueError(f"features contain NaN or inf in {bad} of {Z.shape[0]} rows; "
-                         "check the network output (a diverged run?) before measuring collapse")
     y = y.to(device=Z.device, dtype=torch.long)
     if y.numel() and int(y.min()) < 0:
         raise ValueError(f"labels must lie in 0..K-1, found {int(y.min())}")
@@ -168,6 +167,10 @@ def _class_sums(Z: torch.Tensor, y: torch.Tensor, K: int) -> torch.Tensor:
     for s in range(0, Z.shape[0], rows):
         block = buf[:len(y[s:s + rows])]
         sums.index_add_(0, y[s:s + rows], block.copy_(Z[s:s + rows]))
+    if not bool(torch.isfinite(sums).all()):
+        bad = int((~torch.isfinite(Z)).any(dim=1).sum())
+        raise ValueError(f"features contain NaN or inf in {bad} of {Z.shape[0]} rows; "
+                         "check the network output (a diverged run?) before measuring collapse")
     return sums
 
 
@@ -193,37 +196,35 @@ def class_stats(features: ArrayLike, labels: ArrayLike, num_classes: int | None 
     Q = mean_basis(means)
     q = Q.shape[1]
     W = None if classifier is None else _check_classifier(classifier, K, d).to(Z.device)
-    # one GEMM per block gives the projections on Q, and (with W) the products with W^T and with the shifts a
-    R = Q if W is None else torch.cat([Q, W.T, a.to(f64).T], dim=1)
+    # one GEMM per block gives the projections on Q and (with W) the products with W^T
+    R = Q if W is None else torch.cat([Q, W.T], dim=1)
     Rw = R.to(work)
     buf = torch.empty(min(rows, N), d, dtype=work, device=Z.device)
-    sq_norms = torch.zeros(K, dtype=f64, device=Z.device)
-    scatter = torch.zeros(K, q, q, dtype=f64, device=Z.device)
-    cos_sum = torch.zeros((), dtype=f64, device=Z.device)
+    cc = torch.empty(N, dtype=work, device=Z.device)               # |c_i|^2
+    G = torch.empty(N, R.shape[1], dtype=work, device=Z.device)    # c_i^T [Q, W^T]
     for s in range(0, N, rows):
-        yc = y[s:s + rows]
-        C = buf[:len(yc)]
-        torch.index_select(a, 0, yc, out=C)
-        torch.sub(Z[s:s + rows], C, out=C)
-        cc = torch.linalg.vector_norm(C, dim=1).to(f64) ** 2
-        sq_norms.index_add_(0, yc, cc)
-        G = (C @ Rw).to(f64)
-        P = G[:, :q]
-        scatter.index_add_(0, yc, P.unsqueeze(2) * P.unsqueeze(1))
-        if W is not None:
-            cw = G[:, q:q + K].gather(1, yc.unsqueeze(1)).squeeze(1)
-            ca = G[:, q + K:].gather(1, yc.unsqueeze(1)).squeeze(1)
-            a64 = a.to(f64)
-            zw = cw + (a64 * W).sum(1)[yc]
-            zz = (cc + 2 * ca + (a64 * a64).sum(1)[yc]).clamp(min=0)
-            denom = zz.sqrt() * torch.linalg.vector_norm(W, dim=1)[yc]
-            if bool((denom == 0).any()):
-                raise ValueError("a feature vector or a classifier row is zero, so its cosine is undefined")
-            cos_sum += (zw / denom).sum()
+        C = buf[:len(y[s:s + rows])]
+        torch.sub(Z[s:s + rows], torch.index_select(a, 0, y[s:s + rows], out=C), out=C)
+        torch.linalg.vector_norm(C, dim=1, out=cc[s:s + rows])
+        torch.mm(C, Rw, out=G[s:s + rows])
+    cc, G = cc.to(f64) ** 2, G.to(f64)
+    P = G[:, :q]
+    scatter = torch.stack([P[y == c].T @ P[y == c] for c in range(K)])
     mq = m @ Q
-    trace = (sq_norms - n * (m * m).sum(1)).clamp(min=0)
+    trace = (torch.zeros(K, dtype=f64, device=Z.device).index_add_(0, y, cc) - n * (m * m).sum(1)).clamp(min=0)
     scatter_q = scatter - n[:, None, None] * mq.unsqueeze(2) * mq.unsqueeze(1)
-    return ClassStats(counts, means, Q, scatter_q, trace, None if W is None else float(cos_sum))
+    cos_sum = None
+    if W is not None:
+        pick = y.unsqueeze(1)
+        a64 = a.to(f64)
+        zw = G[:, q:q + K].gather(1, pick).squeeze(1) + (a64 * W).sum(1)[y]
+        ca = (P * (a64 @ Q)[y]).sum(1)     # c.a = (Q^T c).(Q^T a): a is mu rounded, so a lies in span(Q) up to eps
+        zz = (cc + 2 * ca + (a64 * a64).sum(1)[y]).clamp(min=0)
+        denom = zz.sqrt() * torch.linalg.vector_norm(W, dim=1)[y]
+        if bool((denom == 0).any()):
+            raise ValueError("a feature vector or a classifier row is zero, so its cosine is undefined")
+        cos_sum = float((zw / denom).sum())
+    return ClassStats(counts, means, Q, scatter_q, trace, cos_sum)
 
 
 class StreamingClassStats:
