@@ -57,7 +57,7 @@ def main() -> None:
     p.add_argument("--n", type=int, default=50_000)
     p.add_argument("--d", type=int, default=512)
     p.add_argument("--k", type=int, default=10)
-    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--repeats", type=int, default=10)
     a = p.parse_args()
     rng = np.random.default_rng(0)
     y = rng.integers(0, a.k, a.n)

@@ -1,15 +1,27 @@
-"""Named experiment configurations and their run functions (light ones, computed live in the chapters)."""
+"""Named experiments: a typed configuration per scale (``tiny`` for tests, ``cpu`` for the results shipped with the
+book, ``paper`` for the source paper's settings on a GPU) and a run function that returns arrays; ``get`` loads a
+verified result from the cache (computing light ones on a miss outside CI)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
+from pathlib import Path
 
+import numpy as np
 import torch
 
-from . import data
-from .nets import MLP
-from .train import History, train_full_batch
+from . import cache, data
+from .nets import MLP, Ensemble
+from .train import History, TrainConfig, train, train_ensemble
+
+SCALES = ("tiny", "cpu", "paper")
+
+# ------------------------------------------------------------------------------------------------------------------
+# Chapter 1's live demonstration (light: computed when the chapter runs)
 
 
 @dataclass(frozen=True)
@@ -39,11 +51,205 @@ def run_mlp_demo(cfg: MLPDemo, progress: bool = True) -> tuple[History, MLP]:
     torch.manual_seed(cfg.seed)
     X, y = data.mnist5k(per_class=cfg.per_class, seed=cfg.seed, dtype=torch.float64)
     model = MLP(list(cfg.widths), cfg.num_nonlinear).double()
-    hist = train_full_batch(model, X, y, steps=cfg.steps, lr=cfg.lr, weight_decay=cfg.weight_decay,
-                            record_every=cfg.record_every, progress=progress)
+    hist = train(model, X, y, TrainConfig(steps=cfg.steps, lr=cfg.lr, weight_decay=cfg.weight_decay,
+                                          record_every=cfg.record_every), progress=progress)
     return hist, model
 
 
-def describe(cfg: MLPDemo) -> str:
-    """One line naming every setting of a configuration (for figure captions)."""
-    return ", ".join(f"{k}={v}" for k, v in asdict(cfg).items())
+# ------------------------------------------------------------------------------------------------------------------
+# Heavy experiments (run through the runner, results cached)
+
+
+@dataclass(frozen=True)
+class MLPCollapse:
+    """An MLP of ``num_nonlinear`` ReLU layers and a linear head, trained with the square loss and weight decay,
+    the learning rate dropped ten-fold after 80% of training (Jacot et al. Sec. 6, Fig. 1 caption and App. A,
+    Fig. 4); one model per (seed, weight decay), all trained together as an ensemble. Records per-layer NC1, NC2,
+    NC3, balancedness and the loss."""
+
+    dataset: str = "mnist5k"            # "digits", "mnist5k", or "mnist" (full MNIST from data_root)
+    per_class: int | None = 100         # class-balanced subset; None: all
+    widths: tuple[int, ...] = (784, 128, 128, 128, 128, 128, 128, 128, 128, 10)
+    num_nonlinear: int = 5
+    weight_decays: tuple[float, ...] = (1.8e-3,)
+    seeds: tuple[int, ...] = (0, 1, 2)
+    steps: int = 3000
+    lr: float = 0.05
+    batch_size: int | None = None
+    momentum: float = 0.0
+    lr_drops: tuple[float, ...] = (0.8,)
+    record_every: int = 100
+    dtype: str = "float32"
+    data_root: str = "~/data"
+
+    def __post_init__(self):
+        if self.dataset not in ("digits", "mnist5k", "mnist"):
+            raise ValueError(f"dataset must be 'digits', 'mnist5k' or 'mnist', got {self.dataset!r}")
+        if not self.seeds or not self.weight_decays:
+            raise ValueError("need at least one seed and one weight decay")
+        if self.dtype not in ("float32", "float64"):
+            raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
+        TrainConfig(steps=self.steps, lr=self.lr, weight_decay=min(self.weight_decays),
+                    batch_size=self.batch_size, momentum=self.momentum, lr_drops=self.lr_drops,
+                    record_every=self.record_every)     # validates the training settings
+
+
+def load_data(dataset: str, per_class: int | None, seed: int, device: str, dtype: torch.dtype,
+              data_root: str = "~/data"):
+    """The flattened training set of an experiment."""
+    if dataset == "digits":
+        X, y = data.digits(device=device, dtype=dtype)
+        if per_class is not None:
+            idx = torch.as_tensor(data.balanced_subset(y.cpu().numpy(), per_class, seed), device=device)
+            X, y = X[idx], y[idx]
+        return X, y
+    if dataset == "mnist5k":
+        return data.mnist5k(per_class=per_class or 500, seed=seed, device=device, dtype=dtype)
+    return data.load_dataset("mnist", data_root, per_class=per_class, seed=seed, device=device, dtype=dtype,
+                             flatten=True)
+
+
+def run_mlp_collapse(cfg: MLPCollapse, device: str = "cpu", progress: bool = True) -> dict[str, np.ndarray]:
+    """Train every (seed, weight decay) model of ``cfg`` together as one ensemble.
+
+    Returns arrays indexed [seed, weight decay, record] (loss, train_error) or [seed, weight decay, record, layer].
+    """
+    dtype = getattr(torch, cfg.dtype)
+    X, y = load_data(cfg.dataset, cfg.per_class, 0, device, dtype, cfg.data_root)
+    widths = (X.shape[1], *cfg.widths[1:])
+    models = []
+    for seed in cfg.seeds:
+        for _ in cfg.weight_decays:
+            torch.manual_seed(seed)
+            models.append(MLP(list(widths), cfg.num_nonlinear).to(device=device, dtype=dtype))
+    base = dict(steps=cfg.steps, lr=cfg.lr, batch_size=cfg.batch_size, momentum=cfg.momentum,
+                lr_drops=cfg.lr_drops, record_every=cfg.record_every)
+    cfgs = [TrainConfig(weight_decay=wd, **base) for _ in cfg.seeds for wd in cfg.weight_decays]
+    hists = train_ensemble(Ensemble(models), X, y, cfgs, seed=cfg.seeds[0], progress=progress)
+    S, W = len(cfg.seeds), len(cfg.weight_decays)
+    out = {"steps": np.array(hists[0].steps), "seeds": np.array(cfg.seeds),
+           "weight_decays": np.array(cfg.weight_decays)}
+    out["loss"] = np.array([h.loss for h in hists]).reshape(S, W, -1)
+    out["train_error"] = np.array([h.train_error for h in hists]).reshape(S, W, -1)
+    for name in hists[0].layers:
+        out[name] = np.array([h.layers[name] for h in hists], dtype=np.float64).reshape(S, W, len(out["steps"]), -1)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# the registry
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    description: str
+    run: Callable[..., dict[str, np.ndarray]]
+    scales: dict[str, object]
+    modules: tuple[str, ...]                 # ncbook modules whose code the result depends on (for the key)
+    heavy: bool = True
+    notes: dict[str, str] = field(default_factory=dict)
+
+    def config(self, scale: str, **overrides) -> object:
+        if scale not in self.scales:
+            raise ValueError(f"experiment {self.name!r} has no scale {scale!r}; choose one of {sorted(self.scales)}")
+        try:
+            return replace(self.scales[scale], **overrides)
+        except TypeError as err:
+            raise ValueError(f"bad override for {self.name}: {err}") from None
+
+    def key(self, cfg) -> str:
+        return cache.result_key({"experiment": self.name, **asdict(cfg)}, self.modules)
+
+
+_TRAINING_MODULES = ("experiments", "train", "nets", "metrics", "data", "cache")
+
+EXPERIMENTS: dict[str, Experiment] = {
+    "jacot_mlp": Experiment(
+        name="jacot_mlp",
+        description="MLP with a deep linear head, square loss + weight decay, lr drop at 80% (Jacot et al. Fig. 4)",
+        run=run_mlp_collapse,
+        scales={
+            "tiny": MLPCollapse(dataset="digits", per_class=20, widths=(64, 32, 32, 32, 16, 16, 10), num_nonlinear=3,
+                                weight_decays=(1e-3, 1e-2), seeds=(0, 1), steps=60, lr=0.05, record_every=20,
+                                dtype="float64"),
+            "cpu": MLPCollapse(),
+            "paper": MLPCollapse(dataset="mnist", per_class=None, widths=(784,) + (1024,) * 8 + (10,),
+                                 num_nonlinear=5, weight_decays=(1.8e-3,), seeds=(0, 1, 2, 3, 4), steps=100_000,
+                                 lr=1e-3, batch_size=128, momentum=0.0, record_every=1000),
+        },
+        modules=_TRAINING_MODULES,
+        notes={"paper": "Jacot et al. App. A: 5 non-linear + 4 linear layers, weight decay 0.0018, lr 0.001, "
+                        "10,000 epochs, 5 runs. Width, optimiser and batch size are not stated in the text; "
+                        "width 1024, plain SGD with batch 128 are our assumptions (steps cover far fewer epochs)."},
+    ),
+}
+
+
+def get_experiment(name: str) -> Experiment:
+    if name not in EXPERIMENTS:
+        raise KeyError(f"unknown experiment {name!r}; known: {', '.join(sorted(EXPERIMENTS))}")
+    return EXPERIMENTS[name]
+
+
+def run_and_cache(name: str, scale: str, device: str = "cpu", progress: bool = True, root: Path | None = None,
+                  command: str = "", **overrides) -> Path:
+    """Run one experiment at one scale and store its result (with provenance) in the cache."""
+    exp = get_experiment(name)
+    cfg = exp.config(scale, **overrides)
+    t0 = time.perf_counter()
+    arrays = exp.run(cfg, device=device, progress=progress)
+    prov = cache.provenance(device, list(getattr(cfg, "seeds", [])), time.perf_counter() - t0,
+                            command or f"python -m ncbook run {name} --scale {scale} --device {device}")
+    return cache.save(name, _scale_tag(scale, overrides), {"experiment": name, **asdict(cfg)}, exp.key(cfg),
+                      arrays, prov, root, extra={"base_scale": scale, "overrides": overrides})
+
+
+def regen_command(name: str, scale: str, overrides: dict) -> str:
+    """The command that regenerates one cached result."""
+    sets = "".join(f" --set {k}={_cli_value(v)}" for k, v in sorted(overrides.items()))
+    return f"python -m ncbook run {name} --scale {scale}{sets}"
+
+
+def _cli_value(v) -> str:
+    return ",".join(str(x) for x in v) if isinstance(v, list | tuple) else str(v)
+
+
+def verify(root: Path | None = None) -> list[tuple[str, str, str]]:
+    """Check every stored result: (experiment, tag, "ok" or the problem), in file order."""
+    rows = []
+    for manifest_path in sorted((root or cache.RESULTS_DIR).glob("*/*.json")):
+        name, tag = manifest_path.parent.name, manifest_path.stem
+        try:
+            manifest = cache.read_manifest(name, tag, root)
+            exp = get_experiment(manifest.get("experiment", name))
+            scale, overrides = manifest.get("base_scale", tag), manifest.get("overrides", {})
+            cfg = exp.config(scale, **overrides)
+            cache.check(name, tag, exp.key(cfg), root, regen_command(name, scale, overrides))
+            rows.append((name, tag, "ok"))
+        except (cache.CacheError, KeyError, ValueError) as err:
+            rows.append((name, tag, str(err)))
+    return rows
+
+
+def _scale_tag(scale: str, overrides: dict) -> str:
+    """File stem of a result: the scale, plus the overrides of a sweep point (e.g. ``cpu--lr=0.01``)."""
+    if not overrides:
+        return scale
+    return scale + "--" + ",".join(f"{k}={v}" for k, v in sorted(overrides.items())).replace("/", "_")
+
+
+def get(name: str, scale: str = "cpu", root: Path | None = None, **overrides) -> dict[str, np.ndarray]:
+    """Load a verified result. On a miss: in CI, or for a heavy experiment, raise with the command to run;
+    otherwise (a light experiment, outside CI) compute it with a progress bar and store it."""
+    exp = get_experiment(name)
+    cfg = exp.config(scale, **overrides)
+    tag = _scale_tag(scale, overrides)
+    try:
+        return cache.load(name, tag, exp.key(cfg), root, regen_command(name, scale, overrides))[0]
+    except cache.CacheError as err:
+        missing = not cache.paths(name, tag, root)[1].exists()
+        if missing and not exp.heavy and not os.environ.get("CI"):
+            run_and_cache(name, scale, root=root, **overrides)
+            return cache.load(name, tag, exp.key(cfg), root)[0]
+        raise cache.CacheError(f"{err} (experiment {name!r}, scale {scale!r})") from None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import torch
 from torch import nn
 
@@ -26,13 +28,7 @@ class MLP(nn.Module):
 
     def forward_features(self, x: torch.Tensor) -> list[torch.Tensor]:
         """Outputs Z_1, ..., Z_L of every layer (after the ReLU for non-linear layers), each (N, d_l)."""
-        out = []
-        for i, layer in enumerate(self.layers):
-            x = layer(x)
-            if i < self.num_nonlinear:
-                x = torch.relu(x)
-            out.append(x)
-        return out
+        return _features(self, dict(self.named_parameters()), x)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.forward_features(x)[-1]
@@ -41,3 +37,54 @@ class MLP(nn.Module):
     def weights(self) -> list[torch.Tensor]:
         """Weight matrices W_1, ..., W_L (W_l has shape d_l x d_{l-1})."""
         return [layer.weight for layer in self.layers]
+
+
+class Ensemble:
+    """M networks of one architecture trained together: their parameters are stacked (``torch.func``) and one
+    vectorised forward pass (``vmap``) evaluates all of them on the same input."""
+
+    def __init__(self, models: list[MLP]):
+        if not models:
+            raise ValueError("an Ensemble needs at least one model")
+        shapes = {tuple(tuple(p.shape) for p in m.parameters()) for m in models}
+        if len(shapes) != 1 or len({m.num_nonlinear for m in models}) != 1:
+            raise ValueError("all models of an Ensemble must have the same architecture")
+        self.template = copy.deepcopy(models[0]).to("meta")
+        params, _ = torch.func.stack_module_state(models)
+        self.params = {k: v.detach().clone().requires_grad_(True) for k, v in params.items()}
+
+    def __len__(self) -> int:
+        return next(iter(self.params.values())).shape[0]
+
+    def parameters(self) -> list[torch.Tensor]:
+        return list(self.params.values())
+
+    @property
+    def weights(self) -> list[torch.Tensor]:
+        """Stacked weight matrices, each (M, d_l, d_{l-1})."""
+        return [self.params[f"layers.{i}.weight"] for i in range(len(self.template.layers))]
+
+    def forward_features(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """Every layer's output for every model: a list of (M, N, d_l) tensors."""
+        return torch.func.vmap(lambda params: _features(self.template, params, x))(self.params)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return self.forward_features(x)[-1]
+
+    def model(self, i: int) -> MLP:
+        """Model i as an ordinary MLP (a copy)."""
+        m = copy.deepcopy(self.template).to_empty(device=self.weights[0].device)
+        m.load_state_dict({k: v[i].detach().clone() for k, v in self.params.items()})
+        return m
+
+
+def _features(template: MLP, params: dict[str, torch.Tensor], x: torch.Tensor) -> list[torch.Tensor]:
+    """MLP.forward_features with the weights taken from ``params`` (used under vmap)."""
+    out = []
+    for i in range(len(template.layers)):
+        b = params.get(f"layers.{i}.bias")
+        x = torch.nn.functional.linear(x, params[f"layers.{i}.weight"], b)
+        if i < template.num_nonlinear:
+            x = torch.relu(x)
+        out.append(x)
+    return out

@@ -1,17 +1,22 @@
-"""Training: full-batch gradient descent on the MSE loss with weight decay, recording NC metrics along the way."""
+"""Training: gradient descent (full batch or minibatch, optional momentum) on the MSE or cross-entropy loss with
+weight decay per parameter group, step learning-rate drops, NC metrics recorded along the way, divergence
+detection, and checkpoints from which a killed run resumes to the identical result."""
 
 from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
 from . import metrics
-from .nets import MLP
+from .cache import atomic_write
+from .nets import MLP, Ensemble
 
 
 def progress_bar(iterable, enabled: bool = True, **kwargs):
@@ -22,9 +27,58 @@ def progress_bar(iterable, enabled: bool = True, **kwargs):
     return tqdm(iterable, **kwargs)
 
 
+@dataclass(frozen=True)
+class TrainConfig:
+    """How to train: ``steps`` GD steps of size ``lr`` (times ``lr_drop_factor`` after each fraction of training
+    listed in ``lr_drops``), weight decay ``weight_decay`` on the feature layers and ``weight_decay_last`` on the last
+    layer (None: the same), full batch if ``batch_size`` is None, metrics every ``record_every`` steps."""
+
+    steps: int
+    lr: float
+    weight_decay: float
+    weight_decay_last: float | None = None
+    loss: Literal["mse", "ce"] = "mse"
+    batch_size: int | None = None
+    momentum: float = 0.0
+    lr_drops: tuple[float, ...] = ()
+    lr_drop_factor: float = 0.1
+    record_every: int = 50
+
+    def __post_init__(self):
+        problems = []
+        if self.steps < 1:
+            problems.append(f"steps must be >= 1 (got {self.steps})")
+        if not self.lr > 0:
+            problems.append(f"lr must be > 0 (got {self.lr})")
+        for name in ("weight_decay", "weight_decay_last"):
+            v = getattr(self, name)
+            if v is not None and not v >= 0:
+                problems.append(f"{name} (lambda) must be >= 0 (got {v})")
+        if self.loss not in ("mse", "ce"):
+            problems.append(f"loss must be 'mse' or 'ce' (got {self.loss!r})")
+        if self.batch_size is not None and self.batch_size < 1:
+            problems.append(f"batch_size must be >= 1 or None for full batch (got {self.batch_size})")
+        if not 0 <= self.momentum < 1:
+            problems.append(f"momentum must be in [0, 1) (got {self.momentum})")
+        if any(not 0 < f < 1 for f in self.lr_drops):
+            problems.append(f"lr_drops are fractions of training in (0, 1) (got {self.lr_drops})")
+        if self.record_every < 1:
+            problems.append(f"record_every must be >= 1 (got {self.record_every})")
+        if problems:
+            raise ValueError("invalid TrainConfig: " + "; ".join(problems))
+
+    def lr_at(self, step: int) -> float:
+        """Learning rate at a step: lr times lr_drop_factor for every drop point already passed."""
+        return self.lr * self.lr_drop_factor ** sum(step >= round(f * self.steps) for f in self.lr_drops)
+
+    def decay_of(self, layer: int, num_layers: int) -> float:
+        last = self.weight_decay if self.weight_decay_last is None else self.weight_decay_last
+        return last if layer == num_layers - 1 else self.weight_decay
+
+
 @dataclass
 class History:
-    """Metrics recorded at ``steps``; ``layers[name][l]`` is the value for layer l+1 at each recorded step."""
+    """Metrics recorded at ``steps``; ``layers[name][r][l]`` is the value at record r for layer l+1."""
 
     steps: list[int] = field(default_factory=list)
     loss: list[float] = field(default_factory=list)
@@ -45,59 +99,152 @@ def one_hot_targets(labels: torch.Tensor, num_classes: int, dtype: torch.dtype =
     return torch.nn.functional.one_hot(labels, num_classes).to(dtype)
 
 
-def regularised_mse(model: MLP, x: torch.Tensor, targets: torch.Tensor, weight_decay: float) -> torch.Tensor:
-    """(1/2N) ||Z_L - Y||_F^2 + (lambda/2) sum_l ||W_l||_F^2 (Jacot et al. Sec. 4, the loss C_lambda)."""
-    fit = 0.5 * ((model(x) - targets) ** 2).sum() / x.shape[0]
-    return fit + 0.5 * weight_decay * sum((w ** 2).sum() for w in model.weights)
+def data_loss(outputs: torch.Tensor, labels: torch.Tensor, kind: str = "mse") -> torch.Tensor:
+    """MSE: (1/2N) ||Z_L - Y||_F^2 (Jacot et al. Sec. 4); CE: mean cross-entropy."""
+    if kind == "ce":
+        return torch.nn.functional.cross_entropy(outputs, labels)
+    return 0.5 * ((outputs - one_hot_targets(labels, outputs.shape[1], outputs.dtype)) ** 2).sum() / len(labels)
 
 
-def layer_metrics(model: MLP, x: torch.Tensor, labels: torch.Tensor) -> dict[str, list[float]]:
-    """Per-layer NC1 (trace ratio and pseudo-inverse), NC2 (condition number), NC3 (cosine with the next layer's
-    weights, when the next layer maps to K outputs) and balancedness of consecutive layers (Jacot et al. Sec. 6)."""
+def weight_penalty(weights: list[torch.Tensor], cfg: TrainConfig) -> torch.Tensor:
+    """sum_l (lambda_l / 2) ||W_l||_F^2 over the weight matrices (biases are not decayed); with the MSE data loss
+    this is the regularised objective C_lambda of Jacot et al. Sec. 4."""
+    L = len(weights)
+    return sum(0.5 * cfg.decay_of(i, L) * (W ** 2).sum() for i, W in enumerate(weights))
+
+
+def layer_metrics(features: list[torch.Tensor], weights: list[torch.Tensor], labels: torch.Tensor,
+                  num_classes: int | None = None) -> dict[str, list[float]]:
+    """Per-layer NC1 (trace ratio and pseudo-inverse), NC2 (condition number of the class means), balancedness of
+    consecutive layers, and NC3 (cosine of the penultimate features with the last weights), Jacot et al. Sec. 6."""
     with torch.no_grad():
-        feats = model.forward_features(x)
-        W = model.weights
-        K = int(labels.max()) + 1
+        K = num_classes or int(labels.max()) + 1
         out: dict[str, list[float]] = {"nc1_trace_ratio": [], "nc1_pinv": [], "nc2_condition_number": [],
                                        "balancedness": []}
-        for i, Z in enumerate(feats):
+        for i, Z in enumerate(features):
             s = metrics.class_stats(Z, labels, K)
             out["nc1_trace_ratio"].append(metrics.nc1_trace_ratio(s))
             out["nc1_pinv"].append(metrics.nc1_pinv(s))
             out["nc2_condition_number"].append(metrics.nc2_condition_number(s) if Z.shape[1] >= K else math.nan)
-            out["balancedness"].append(metrics.balancedness(W[i + 1], W[i]) if i + 1 < len(W) else math.nan)
-        out["nc3_cosine"] = [metrics.nc3_cosine(feats[-2], labels, W[-1])]
+            out["balancedness"].append(metrics.balancedness(weights[i + 1], weights[i])
+                                       if i + 1 < len(weights) else math.nan)
+        out["nc3_cosine"] = [metrics.nc3_cosine(features[-2], labels, weights[-1])]
         return out
+
+
+def _record(hist: History, outputs: torch.Tensor, loss: torch.Tensor, step: int, labels: torch.Tensor,
+            features: list[torch.Tensor], weights: list[torch.Tensor]) -> None:
+    hist.steps.append(step)
+    hist.loss.append(loss.item())
+    hist.train_error.append(float((outputs.argmax(1) != labels).double().mean()))
+    for name, vals in layer_metrics(features, weights, labels).items():
+        hist.layers.setdefault(name, []).append(vals)
+
+
+def _check_finite(params, loss: torch.Tensor, step: int, lr: float) -> None:
+    if not bool(torch.isfinite(loss).all()):
+        raise FloatingPointError(f"loss became {loss.tolist()} at step {step}: the run diverged; lower the learning "
+                                 f"rate (lr={lr:g}) or the initialisation scale")
+    for i, p in enumerate(params):
+        if not bool(torch.isfinite(p).all()):
+            raise FloatingPointError(f"parameter {i} became non-finite at step {step}: the run diverged; lower the "
+                                     f"learning rate (lr={lr:g})")
+
+
+def train(model: MLP, x: torch.Tensor, labels: torch.Tensor, cfg: TrainConfig, seed: int = 0,
+          checkpoint: Path | None = None, checkpoint_every: int = 500, progress: bool = True) -> History:
+    """Train ``model`` in place according to ``cfg`` and return the recorded metric history.
+
+    With ``checkpoint`` set, the model, optimiser, minibatch RNG and history are saved atomically every
+    ``checkpoint_every`` steps (tensors only, loaded with ``weights_only=True``); a run started again with the same
+    checkpoint path resumes from it and ends with exactly the result of an uninterrupted run.
+    """
+    opt = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum)
+    gen = torch.Generator().manual_seed(seed)
+    hist, start = History(), 0
+    if checkpoint is not None and Path(checkpoint).exists():
+        state = torch.load(checkpoint, weights_only=True)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        gen.set_state(state["generator"])
+        hist, start = History(**state["history"]), int(state["step"])
+    N = len(labels)
+    for step in progress_bar(range(start, cfg.steps + 1), progress, initial=start, total=cfg.steps + 1,
+                             desc=f"train lambda={cfg.weight_decay:g}", leave=False):
+        if step % cfg.record_every == 0 or step == cfg.steps:
+            with torch.no_grad():
+                feats = model.forward_features(x)
+                full = data_loss(feats[-1], labels, cfg.loss) + weight_penalty(model.weights, cfg)
+                _check_finite(model.parameters(), full, step, cfg.lr_at(step))
+                _record(hist, feats[-1], full, step, labels, feats, model.weights)
+        if step == cfg.steps:
+            break
+        if cfg.batch_size is None or cfg.batch_size >= N:
+            xb, yb = x, labels
+        else:
+            idx = torch.randperm(N, generator=gen)[:cfg.batch_size].to(x.device)
+            xb, yb = x[idx], labels[idx]
+        loss = data_loss(model(xb), yb, cfg.loss) + weight_penalty(model.weights, cfg)
+        _check_finite(model.parameters(), loss.detach(), step, cfg.lr_at(step))
+        for group in opt.param_groups:
+            group["lr"] = cfg.lr_at(step)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if checkpoint is not None and (step + 1) % checkpoint_every == 0:
+            state = {"step": step + 1, "model": model.state_dict(), "optimizer": opt.state_dict(),
+                     "generator": gen.get_state(), "history": asdict(hist)}
+            atomic_write(Path(checkpoint), lambda tmp, state=state: torch.save(state, tmp))
+    return hist
 
 
 def train_full_batch(model: MLP, x: torch.Tensor, labels: torch.Tensor, steps: int, lr: float,
                      weight_decay: float, record_every: int = 50, progress: bool = True) -> History:
-    """Full-batch gradient descent with weight decay on the regularised MSE loss; records metrics every few steps.
+    """Full-batch gradient descent with weight decay on the regularised MSE loss (a shortcut for :func:`train`)."""
+    return train(model, x, labels, TrainConfig(steps=steps, lr=lr, weight_decay=weight_decay,
+                                               record_every=record_every), progress=progress)
 
-    Stops with a clear error if the loss or the weights stop being finite (learning rate too large).
-    """
-    if steps < 1 or lr <= 0 or weight_decay < 0 or record_every < 1:
-        raise ValueError(f"need steps >= 1, lr > 0, weight_decay >= 0, record_every >= 1; got steps={steps}, "
-                         f"lr={lr}, weight_decay={weight_decay}, record_every={record_every}")
-    K = model.layers[-1].out_features
-    Y = one_hot_targets(labels, K, x.dtype)
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
-    hist = History()
-    for step in progress_bar(range(steps + 1), progress, desc=f"GD, lambda={weight_decay:g}", leave=False):
-        loss = regularised_mse(model, x, Y, weight_decay)
-        if not torch.isfinite(loss):
-            raise FloatingPointError(f"loss became {loss.item()} at step {step}: the run diverged; lower the learning "
-                                     f"rate (lr={lr}) or the initialisation scale")
-        if step % record_every == 0 or step == steps:
+
+def train_ensemble(ens: Ensemble, x: torch.Tensor, labels: torch.Tensor, cfgs: list[TrainConfig], seed: int = 0,
+                   progress: bool = True) -> list[History]:
+    """Train the M models of ``ens`` together, model m under ``cfgs[m]``; the configurations may differ only in their
+    weight decays. Equivalent, to float rounding, to M separate :func:`train` runs, in one vectorised step each."""
+    if len(cfgs) != len(ens):
+        raise ValueError(f"need one TrainConfig per model: {len(cfgs)} configs for {len(ens)} models")
+    shared = {k for k in asdict(cfgs[0]) if k not in ("weight_decay", "weight_decay_last")}
+    if any(asdict(c)[k] != asdict(cfgs[0])[k] for c in cfgs for k in shared):
+        raise ValueError("models trained together must share every setting but the weight decays")
+    cfg, M = cfgs[0], len(cfgs)
+    opt = torch.optim.SGD(ens.parameters(), lr=cfg.lr, momentum=cfg.momentum)
+    gen = torch.Generator().manual_seed(seed)
+    hists, N = [History() for _ in range(M)], len(labels)
+
+    def objective(feats_out: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        per_model = torch.stack([data_loss(feats_out[m], yb, cfg.loss) for m in range(M)])
+        penalty = torch.stack([weight_penalty([W[m] for W in ens.weights], c) for m, c in enumerate(cfgs)])
+        return per_model + penalty
+
+    for step in progress_bar(range(cfg.steps + 1), progress, desc=f"train {M} models together", leave=False):
+        if step % cfg.record_every == 0 or step == cfg.steps:
             with torch.no_grad():
-                hist.steps.append(step)
-                hist.loss.append(loss.item())
-                hist.train_error.append(float((model(x).argmax(1) != labels).double().mean()))
-                for name, vals in layer_metrics(model, x, labels).items():
-                    hist.layers.setdefault(name, []).append(vals)
-        if step == steps:
+                feats = ens.forward_features(x)
+                full = objective(feats[-1], labels)
+                _check_finite(ens.parameters(), full, step, cfg.lr_at(step))
+                for m, hist in enumerate(hists):
+                    _record(hist, feats[-1][m], full[m], step, labels, [f[m] for f in feats],
+                            [W[m] for W in ens.weights])
+        if step == cfg.steps:
             break
+        if cfg.batch_size is None or cfg.batch_size >= N:
+            xb, yb = x, labels
+        else:
+            idx = torch.randperm(N, generator=gen)[:cfg.batch_size].to(x.device)
+            xb, yb = x[idx], labels[idx]
+        loss = objective(ens(xb), yb).sum()      # the models share no parameter: each gets its own gradient
+        _check_finite(ens.parameters(), loss.detach(), step, cfg.lr_at(step))
+        for group in opt.param_groups:
+            group["lr"] = cfg.lr_at(step)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-    return hist
+    return hists

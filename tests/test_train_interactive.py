@@ -12,7 +12,7 @@ from ncbook import data, metrics
 from ncbook.experiments import MLPDemo
 from ncbook.interactive import MAX_HTML_BYTES, SliderFigure
 from ncbook.nets import MLP
-from ncbook.train import layer_metrics, regularised_mse, train_full_batch
+from ncbook.train import TrainConfig, data_loss, layer_metrics, train_full_batch, weight_penalty
 
 
 def test_mlp_layers_are_relu_then_linear():
@@ -36,7 +36,8 @@ def test_regularised_mse_matches_formula_and_gd_decreases_it():
     Y = torch.nn.functional.one_hot(y, 3).double()
     lam = 0.01
     direct = 0.5 * ((net(X) - Y) ** 2).sum() / 30 + 0.5 * lam * sum((w ** 2).sum() for w in net.parameters())
-    assert regularised_mse(net, X, Y, lam).item() == pytest.approx(direct.item(), rel=1e-14)
+    objective = data_loss(net(X), y) + weight_penalty(net.weights, TrainConfig(steps=1, lr=1.0, weight_decay=lam))
+    assert objective.item() == pytest.approx(direct.item(), rel=1e-14)
     hist = train_full_batch(net, X, y, steps=200, lr=0.1, weight_decay=lam, record_every=50, progress=False)
     assert hist.steps == [0, 50, 100, 150, 200]
     assert all(np.diff(hist.loss) < 0)                      # small-step GD decreases the loss it minimises
@@ -47,8 +48,8 @@ def test_layer_metrics_use_ncbook_metrics():
     torch.manual_seed(0)
     X, y = data.gaussian_mixture(3, 8, 4, seed=0)
     net = MLP([4, 32, 8, 3], num_nonlinear=1).double()
-    out = layer_metrics(net, X, y)
     feats = net.forward_features(X)
+    out = layer_metrics(feats, net.weights, y)
     assert out["nc1_pinv"][1] == pytest.approx(metrics.nc1_pinv(feats[1].detach(), y))
     assert out["balancedness"][1] == pytest.approx(metrics.balancedness(net.weights[2], net.weights[1]))
     assert np.isnan(out["balancedness"][-1])
@@ -61,7 +62,7 @@ def test_divergence_is_reported_with_step_and_cause():
     net = MLP([6, 8, 8, 3], num_nonlinear=1).double()
     with pytest.raises(FloatingPointError, match=r"at step \d+.*lower the learning rate"):
         train_full_batch(net, X * 100, y, steps=100, lr=10.0, weight_decay=0.0, progress=False)
-    with pytest.raises(ValueError, match="lr > 0"):
+    with pytest.raises(ValueError, match="lr must be > 0"):
         train_full_batch(net, X, y, steps=10, lr=-1.0, weight_decay=0.0, progress=False)
 
 

@@ -1,0 +1,202 @@
+"""The command line: ``python -m ncbook {list,run,sweep,verify}``.
+
+    python -m ncbook list
+    python -m ncbook run jacot_mlp --scale cpu [--device auto] [--seeds 0 1 2] [--set lr=0.01]
+    python -m ncbook sweep jacot_mlp --scale cpu --grid lr=0.01,0.05 --grid steps=100,200 [--workers 2]
+                                     [--executor process|submitit-local|slurm]
+    python -m ncbook verify
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import itertools
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import fields
+
+from tqdm.auto import tqdm
+
+from . import cache
+from .experiments import EXPERIMENTS, get_experiment, regen_command, run_and_cache, verify
+
+
+def resolve_device(device: str) -> str:
+    """'auto' means CUDA when available, else CPU; 'cuda' without a GPU is an error with the fix."""
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: no CUDA device is available here; use --device cpu (or auto)")
+    if device not in ("cpu",) and not device.startswith("cuda"):
+        raise SystemExit(f"--device must be cpu, cuda or auto, got {device!r}")
+    return device
+
+
+def parse_value(text: str):
+    """A command-line value: a Python literal if it parses (1e-3, (0, 1), None), else the string itself."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def parse_assignments(items: list[str], cfg_type, multi: bool) -> dict:
+    """``key=value`` (``--set``) or ``key=v1,v2`` (``--grid``) pairs, checked against the config's fields."""
+    known = {f.name: f for f in fields(cfg_type)}
+    out: dict = {}
+    for item in items:
+        if "=" not in item:
+            raise SystemExit(f"expected key=value, got {item!r}")
+        key, text = item.split("=", 1)
+        if key not in known:
+            raise SystemExit(f"{cfg_type.__name__} has no setting {key!r}; settings: {', '.join(known)}")
+        tuple_field = "tuple" in str(known[key].type)
+        if multi:
+            out[key] = [parse_value(v) for v in text.split(";" if tuple_field else ",")]
+        else:
+            value = parse_value(text)
+            if tuple_field and not isinstance(value, tuple):
+                value = tuple(value) if isinstance(value, list) else (value,)
+            out[key] = value
+    return out
+
+
+def cmd_list(_args) -> int:
+    rows = [("experiment", "scale", "status", "description")]
+    for name, exp in EXPERIMENTS.items():
+        for scale in exp.scales:
+            cfg = exp.config(scale)
+            try:
+                cache.check(name, scale, exp.key(cfg), regen=regen_command(name, scale, {}))
+                status = "cached"
+            except cache.CacheError as err:
+                text = str(err)
+                status = "stale" if "stale" in text else "corrupted" if "corrupted" in text else "not cached"
+            rows.append((name, scale, status, exp.description if scale == "tiny" else ""))
+    _table(rows)
+    return 0
+
+
+def _run_one(name: str, scale: str, device: str, overrides: dict, progress: bool = False) -> tuple[str, float]:
+    t0 = time.perf_counter()
+    path = run_and_cache(name, scale, device=device, progress=progress,
+                         command=regen_command(name, scale, overrides) + f" --device {device}", **overrides)
+    return str(path), time.perf_counter() - t0
+
+
+def cmd_run(args) -> int:
+    exp = get_experiment(args.name)
+    overrides = parse_assignments(args.set or [], type(exp.config(args.scale)), multi=False)
+    if args.seeds:
+        overrides["seeds"] = tuple(args.seeds)
+    device = resolve_device(args.device)
+    path, wall = _run_one(args.name, args.scale, device, overrides, progress=True)
+    _table([("experiment", "scale", "device", "wall time", "manifest"),
+            (args.name, args.scale, device, f"{wall:.1f} s", path)])
+    return 0
+
+
+def cmd_sweep(args) -> int:
+    exp = get_experiment(args.name)
+    grid = parse_assignments(args.grid or [], type(exp.config(args.scale)), multi=True)
+    if not grid:
+        raise SystemExit("sweep needs at least one --grid key=v1,v2")
+    points = [dict(zip(grid, vals)) for vals in itertools.product(*grid.values())]
+    for p in points:
+        for k, v in p.items():
+            if isinstance(v, list):
+                p[k] = tuple(v)
+    device = resolve_device(args.device)
+    rows = [("point", "status", "wall time", "manifest")]
+    bar = tqdm(total=len(points), desc=f"sweep {args.name} ({len(points)} runs)")
+    if args.executor == "process":
+        with ProcessPoolExecutor(max_workers=args.workers) as pool:
+            futures = {pool.submit(_run_one, args.name, args.scale, _device_for(device, i), p): p
+                       for i, p in enumerate(points)}
+            for fut in as_completed(futures):
+                rows.append(_sweep_row(futures[fut], fut))
+                bar.update()
+    else:
+        import submitit
+
+        if args.executor == "submitit-local":
+            executor = submitit.LocalExecutor(folder=args.log_dir)
+            executor.update_parameters(timeout_min=args.timeout_min)
+        else:
+            executor = submitit.AutoExecutor(folder=args.log_dir, cluster="slurm")
+            executor.update_parameters(timeout_min=args.timeout_min, slurm_partition=args.partition,
+                                       gpus_per_node=1 if device.startswith("cuda") else 0)
+        jobs = [(p, executor.submit(_run_one, args.name, args.scale, device, p)) for p in points]
+        for p, job in jobs:
+            rows.append(_sweep_row(p, job))
+            bar.update()
+    bar.close()
+    _table(rows)
+    return 0 if all(r[1] == "ok" for r in rows[1:]) else 1
+
+
+def _device_for(device: str, i: int) -> str:
+    """Spread sweep points over the visible GPUs (round robin); CPU stays CPU."""
+    if device != "cuda":
+        return device
+    import torch
+
+    return f"cuda:{i % torch.cuda.device_count()}"
+
+
+def _sweep_row(point: dict, fut) -> tuple[str, str, str, str]:
+    label = ",".join(f"{k}={v}" for k, v in point.items())
+    try:
+        path, wall = fut.result()
+        return (label, "ok", f"{wall:.1f} s", path)
+    except Exception as err:  # report every failed point, keep the others
+        return (label, f"failed: {err}", "", "")
+
+
+def cmd_verify(_args) -> int:
+    rows = verify()
+    _table([("experiment", "result", "status")] + rows)
+    bad = [r for r in rows if r[2] != "ok"]
+    print(f"{len(rows) - len(bad)} of {len(rows)} shipped results verified" + (f"; {len(bad)} failed" if bad else ""))
+    return 1 if bad else 0
+
+
+def _table(rows: list[tuple]) -> None:
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
+    for j, r in enumerate(rows):
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
+        if j == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m ncbook", description="Run, sweep, list and verify the book's "
+                                "experiments and their cached results.")
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="experiments, scales, and whether each result is cached / stale")
+    r = sub.add_parser("run", help="run one experiment at one scale and cache its result")
+    s = sub.add_parser("sweep", help="run an experiment over a grid of settings")
+    for q in (r, s):
+        q.add_argument("name", choices=sorted(EXPERIMENTS))
+        q.add_argument("--scale", default="cpu", choices=["tiny", "cpu", "paper"])
+        q.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default)")
+    r.add_argument("--seeds", type=int, nargs="+")
+    r.add_argument("--set", action="append", metavar="KEY=VALUE", help="override one setting (repeatable)")
+    s.add_argument("--grid", action="append", metavar="KEY=V1,V2", help="values of one setting (repeatable); "
+                   "for tuple settings separate the values with ';', e.g. seeds=(0,1);(2,3)")
+    s.add_argument("--workers", type=int, default=1, help="processes for --executor process")
+    s.add_argument("--executor", default="process", choices=["process", "submitit-local", "slurm"])
+    s.add_argument("--log-dir", default="_build/submitit", help="submitit's folder for logs and pickled jobs")
+    s.add_argument("--partition", default=None, help="SLURM partition")
+    s.add_argument("--timeout-min", type=int, default=60)
+    sub.add_parser("verify", help="check every shipped result: checksums match and the code hash is current")
+    args = p.parse_args(argv)
+    return {"list": cmd_list, "run": cmd_run, "sweep": cmd_sweep, "verify": cmd_verify}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

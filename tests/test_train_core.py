@@ -1,0 +1,135 @@
+"""The training core: configuration checks, schedules, weight-decay groups, minibatches, ensembles, checkpoints."""
+
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from ncbook import data
+from ncbook.nets import MLP, Ensemble
+from ncbook.train import TrainConfig, train, train_ensemble
+
+
+def problem(seed=0, n=12, d=6, K=3):
+    X, y = data.gaussian_mixture(K, n, d, seed=seed)
+    return X, y
+
+
+def net(seed, widths=(6, 16, 12, 8, 3), L1=2):
+    torch.manual_seed(seed)
+    return MLP(list(widths), L1).double()
+
+
+@pytest.mark.parametrize("bad,match", [({"steps": 0}, "steps"), ({"lr": 0.0}, "lr"),
+                                       ({"weight_decay": -1e-3}, "lambda"), ({"weight_decay": float("nan")}, "lambda"),
+                                       ({"loss": "hinge"}, "loss"), ({"momentum": 1.0}, "momentum"),
+                                       ({"lr_drops": (1.5,)}, "lr_drops"), ({"batch_size": 0}, "batch_size")])
+def test_config_rejects_bad_values(bad, match):
+    kwargs = {"steps": 10, "lr": 0.1, "weight_decay": 1e-3} | bad
+    with pytest.raises(ValueError, match=match):
+        TrainConfig(**kwargs)
+
+
+def test_learning_rate_drops_and_weight_decay_groups():
+    cfg = TrainConfig(steps=100, lr=1.0, weight_decay=0.1, weight_decay_last=0.0, lr_drops=(0.5, 0.8))
+    assert [cfg.lr_at(s) for s in (0, 49, 50, 79, 80, 99)] == pytest.approx([1, 1, 0.1, 0.1, 0.01, 0.01])
+    assert [cfg.decay_of(i, 4) for i in range(4)] == [0.1, 0.1, 0.1, 0.0]
+    # no weight decay on the last layer: its gradient is that of the data loss alone
+    X, y = problem()
+    m = net(0)
+    from ncbook.train import data_loss, weight_penalty
+    (data_loss(m(X), y) + weight_penalty(m.weights, cfg)).backward()
+    g_last = m.weights[-1].grad.clone()
+    m.zero_grad()
+    data_loss(m(X), y).backward()
+    assert torch.allclose(g_last, m.weights[-1].grad)
+
+
+def test_minibatch_sgd_with_momentum_is_seeded_and_learns():
+    X, y = problem()
+    cfg = TrainConfig(steps=300, lr=0.05, weight_decay=1e-4, batch_size=8, momentum=0.9, record_every=100)
+    h1 = train(net(0), X, y, cfg, seed=1, progress=False)
+    h2 = train(net(0), X, y, cfg, seed=1, progress=False)
+    h3 = train(net(0), X, y, cfg, seed=2, progress=False)
+    assert h1.loss == h2.loss and h1.loss != h3.loss
+    assert h1.loss[-1] < h1.loss[0] / 3
+
+
+def test_cross_entropy_training_reaches_zero_error():
+    X, y = problem()
+    h = train(net(0), X, y, TrainConfig(steps=300, lr=0.2, weight_decay=1e-4, loss="ce", record_every=100),
+              progress=False)
+    assert h.train_error[-1] == 0
+
+
+def test_ensemble_equals_separate_runs():
+    X, y = problem()
+    lams = [0.0, 1e-3, 1e-2]
+    cfgs = [TrainConfig(steps=150, lr=0.1, weight_decay=lam, momentum=0.5, lr_drops=(0.8,), record_every=50)
+            for lam in lams]
+    models = [net(s) for s in range(3)]
+    ens = Ensemble(models)
+    together = train_ensemble(ens, X, y, cfgs, progress=False)
+    for m, (model, cfg) in enumerate(zip(models, cfgs)):
+        alone = train(model, X, y, cfg, progress=False)
+        assert together[m].steps == alone.steps
+        np.testing.assert_allclose(together[m].loss, alone.loss, rtol=1e-10)
+        np.testing.assert_allclose(together[m].layers["nc1_pinv"], alone.layers["nc1_pinv"], rtol=1e-8)
+        for Wt, Wa in zip(ens.model(m).weights, model.weights):
+            torch.testing.assert_close(Wt, Wa, rtol=1e-10, atol=1e-12)
+
+
+def test_ensemble_rejects_mixed_settings_and_shapes():
+    with pytest.raises(ValueError, match="same architecture"):
+        Ensemble([net(0), net(1, widths=(6, 8, 3), L1=1)])
+    ens = Ensemble([net(0), net(1)])
+    X, y = problem()
+    with pytest.raises(ValueError, match="share every setting"):
+        train_ensemble(ens, X, y, [TrainConfig(steps=5, lr=0.1, weight_decay=0.0),
+                                   TrainConfig(steps=5, lr=0.2, weight_decay=0.0)], progress=False)
+
+
+RESUME_SCRIPT = """
+import sys, torch
+from ncbook import data
+from ncbook.nets import MLP
+from ncbook.train import TrainConfig, train
+X, y = data.gaussian_mixture(3, 12, 6, seed=0)
+torch.manual_seed(0)
+m = MLP([6, 16, 12, 8, 3], 2).double()
+cfg = TrainConfig(steps=4000, lr=0.05, weight_decay=1e-3, batch_size=8, momentum=0.9, record_every=500)
+train(m, X, y, cfg, seed=3, checkpoint=sys.argv[1], checkpoint_every=50, progress=False)
+"""
+
+
+def test_resume_after_kill_equals_uninterrupted_run(tmp_path):
+    ckpt = tmp_path / "run.pt"
+    proc = subprocess.Popen([sys.executable, "-c", RESUME_SCRIPT, str(ckpt)])
+    t0 = time.time()
+    while not ckpt.exists() and time.time() - t0 < 120:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    proc.kill()                                   # SIGKILL: no chance to clean up
+    proc.wait()
+    assert ckpt.exists(), "the run never wrote a checkpoint"
+    saved_step = torch.load(ckpt, weights_only=True)["step"]
+    assert 0 < saved_step < 4000, "kill the run before it finishes, to test resuming"
+    cfg = TrainConfig(steps=4000, lr=0.05, weight_decay=1e-3, batch_size=8, momentum=0.9, record_every=500)
+    X, y = problem()
+    resumed_model = net(99)                       # different init: everything must come from the checkpoint
+    resumed = train(resumed_model, X, y, cfg, seed=3, checkpoint=ckpt, checkpoint_every=50, progress=False)
+    fresh_model = net(0)
+    fresh = train(fresh_model, X, y, cfg, seed=3, progress=False)
+    assert resumed.steps == fresh.steps and resumed.loss == fresh.loss
+    for a, b in zip(resumed_model.weights, fresh_model.weights):
+        assert torch.equal(a, b)
+
+
+def test_divergence_names_step_and_cause():
+    X, y = problem()
+    with pytest.raises(FloatingPointError, match=r"step \d+.*learning rate"):
+        train(net(0, widths=(6, 16, 3), L1=0), X * 10, y, TrainConfig(steps=500, lr=5.0, weight_decay=0.0,
+                                                                      record_every=1000), progress=False)
