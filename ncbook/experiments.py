@@ -76,7 +76,7 @@ class MLPCollapse:
     steps: int = 3000
     lr: float = 0.05
     batch_size: int | None = None
-    momentum: float = 0.0
+    momentum: float = 0.9
     lr_drops: tuple[float, ...] = (0.8,)
     record_every: int = 100
     dtype: str = "float32"
@@ -162,7 +162,7 @@ class Experiment:
         return cache.result_key({"experiment": self.name, **asdict(cfg)}, self.modules)
 
 
-_TRAINING_MODULES = ("experiments", "train", "nets", "metrics", "data", "cache")
+_TRAINING_MODULES = ("experiments", "train", "nets", "metrics", "data")
 
 EXPERIMENTS: dict[str, Experiment] = {
     "jacot_mlp": Experiment(
@@ -171,8 +171,8 @@ EXPERIMENTS: dict[str, Experiment] = {
         run=run_mlp_collapse,
         scales={
             "tiny": MLPCollapse(dataset="digits", per_class=20, widths=(64, 32, 32, 32, 16, 16, 10), num_nonlinear=3,
-                                weight_decays=(1e-3, 1e-2), seeds=(0, 1), steps=60, lr=0.05, record_every=20,
-                                dtype="float64"),
+                                weight_decays=(1e-3, 1e-2), seeds=(0, 1), steps=60, lr=0.05, momentum=0.0,
+                                record_every=20, dtype="float64"),
             "cpu": MLPCollapse(),
             "paper": MLPCollapse(dataset="mnist", per_class=None, widths=(784,) + (1024,) * 8 + (10,),
                                  num_nonlinear=5, weight_decays=(1.8e-3,), seeds=(0, 1, 2, 3, 4), steps=100_000,
