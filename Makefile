@@ -23,8 +23,11 @@ book: install assets
 	$(VENV)/bin/jupyter-book build .
 	@echo "Open _build/html/index.html in a browser."
 
-test: install assets lint unit pairing notebooks build-strict
+test: install assets lint verify unit pairing notebooks build-strict
 	@echo "all checks passed"
+
+verify:
+	$(PY) -m ncbook verify
 
 unit:
 	$(PY) -m pytest tests -q

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import ast
 import itertools
+import multiprocessing
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -114,7 +115,8 @@ def cmd_sweep(args) -> int:
     rows = [("point", "status", "wall time", "manifest")]
     bar = tqdm(total=len(points), desc=f"sweep {args.name} ({len(points)} runs)")
     if args.executor == "process":
-        with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        # "spawn": forking a process whose OpenMP thread pool is already running deadlocks the children
+        with ProcessPoolExecutor(max_workers=args.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
             futures = {pool.submit(_run_one, args.name, args.scale, _device_for(device, i), p): p
                        for i, p in enumerate(points)}
             for fut in as_completed(futures):

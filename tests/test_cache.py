@@ -1,0 +1,122 @@
+"""The results cache: round trip, tamper and stale detection, atomic writes, no pickles; the shipped results."""
+
+import dataclasses
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from ncbook import cache, experiments
+
+
+def _store(root, arrays=None, key="k1", config=None):
+    arrays = arrays if arrays is not None else {"a": np.arange(6.0).reshape(2, 3), "steps": np.array([0, 10])}
+    return cache.save("exp", "tiny", config or {"lr": 0.1}, key, arrays, {"device": "cpu"}, root)
+
+
+def test_round_trip_keeps_arrays_and_records_checksums(tmp_path):
+    manifest_path = _store(tmp_path)
+    arrays, manifest = cache.load("exp", "tiny", "k1", tmp_path)
+    np.testing.assert_array_equal(arrays["a"], np.arange(6.0).reshape(2, 3))
+    assert manifest["files"]["tiny.npz"] == cache.sha256_file(tmp_path / "exp" / "tiny.npz")
+    assert json.loads(manifest_path.read_text())["config"] == {"lr": 0.1}
+
+
+def test_flipping_one_byte_is_detected_and_named(tmp_path):
+    _store(tmp_path)
+    data = tmp_path / "exp" / "tiny.npz"
+    raw = bytearray(data.read_bytes())
+    raw[len(raw) // 2] ^= 0x01
+    data.write_bytes(bytes(raw))
+    with pytest.raises(cache.CacheError, match=r"tiny\.npz is corrupted.*python -m ncbook run exp"):
+        cache.load("exp", "tiny", "k1", tmp_path)
+
+
+def test_wrong_key_is_reported_stale_with_the_command(tmp_path):
+    _store(tmp_path, key="old")
+    with pytest.raises(cache.CacheError, match=r"stale.*python -m ncbook run exp --scale tiny"):
+        cache.load("exp", "tiny", "new", tmp_path)
+
+
+def test_missing_result_says_how_to_make_it(tmp_path):
+    with pytest.raises(cache.CacheError, match=r"missing.*python -m ncbook run exp --scale tiny"):
+        cache.load("exp", "tiny", "k1", tmp_path)
+
+
+def test_object_arrays_are_refused_and_pickles_never_loaded(tmp_path):
+    with pytest.raises(TypeError, match="pickling"):
+        _store(tmp_path, arrays={"bad": np.array([{"a": 1}], dtype=object)})
+    # a pickled array smuggled into the data file is refused by np.load(allow_pickle=False)
+    _store(tmp_path)
+    data = tmp_path / "exp" / "tiny.npz"
+    np.savez(data, a=np.array([{"x": 1}], dtype=object))
+    manifest = json.loads((tmp_path / "exp" / "tiny.json").read_text())
+    manifest["files"]["tiny.npz"] = cache.sha256_file(data)
+    (tmp_path / "exp" / "tiny.json").write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match="allow_pickle"):
+        cache.load("exp", "tiny", "k1", tmp_path)["a"]
+
+
+def test_atomic_write_keeps_old_content_when_the_writer_fails(tmp_path):
+    target = tmp_path / "f.txt"
+    target.write_text("old")
+
+    def failing(tmp):
+        tmp.write_text("half-written")
+        raise OSError("disk full (injected)")
+
+    with pytest.raises(OSError, match="injected"):
+        cache.atomic_write(target, failing)
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["f.txt"]      # no temporary file left behind
+
+
+def test_interrupted_save_leaves_previous_result_valid(tmp_path, monkeypatch):
+    _store(tmp_path, arrays={"a": np.ones(3)})
+
+    def boom(*args, **kwargs):
+        raise KeyboardInterrupt("killed while writing (injected)")
+
+    monkeypatch.setattr(np, "savez", boom)
+    with pytest.raises(KeyboardInterrupt):
+        _store(tmp_path, arrays={"a": np.zeros(3)})
+    monkeypatch.undo()
+    arrays, _ = cache.load("exp", "tiny", "k1", tmp_path)
+    np.testing.assert_array_equal(arrays["a"], np.ones(3))
+
+
+def test_changing_the_producing_code_makes_the_result_stale(tmp_path, monkeypatch):
+    # a private copy of the package sources, so that "editing the code" touches nothing real
+    src = tmp_path / "src"
+    shutil.copytree(cache.ROOT / "ncbook", src / "ncbook")
+    monkeypatch.setattr(cache, "ROOT", src)
+    results = tmp_path / "results"
+    experiments.run_and_cache("jacot_mlp", "tiny", progress=False, root=results)
+    assert experiments.verify(results) == [("jacot_mlp", "tiny", "ok")]
+    with open(src / "ncbook" / "train.py", "a") as f:
+        f.write("\n# an edit to the training code\n")
+    [(name, tag, status)] = experiments.verify(results)
+    assert "stale" in status and "python -m ncbook run jacot_mlp --scale tiny" in status
+    with pytest.raises(cache.CacheError, match="stale"):
+        experiments.get("jacot_mlp", "tiny", root=results)
+
+
+def test_light_experiments_compute_on_a_miss_only_outside_ci(tmp_path, monkeypatch):
+    exp = experiments.EXPERIMENTS["jacot_mlp"]
+    monkeypatch.setitem(experiments.EXPERIMENTS, "jacot_mlp", dataclasses.replace(exp, heavy=False))
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(cache.CacheError, match="missing"):
+        experiments.get("jacot_mlp", "tiny", root=tmp_path)
+    monkeypatch.delenv("CI")
+    arrays = experiments.get("jacot_mlp", "tiny", root=tmp_path)
+    assert arrays["nc1_pinv"].shape[:2] == (2, 2)
+    monkeypatch.setitem(experiments.EXPERIMENTS, "jacot_mlp", exp)            # heavy: never computes on a miss
+    with pytest.raises(cache.CacheError, match="missing"):
+        experiments.get("jacot_mlp", "tiny", root=tmp_path / "elsewhere")
+
+
+def test_every_shipped_result_verifies():
+    rows = experiments.verify()
+    assert rows, "no shipped results found under results/"
+    assert all(status == "ok" for _, _, status in rows), rows
