@@ -109,7 +109,8 @@ def load_data(dataset: str, per_class: int | None, seed: int, device: str, dtype
                              flatten=True)
 
 
-def run_mlp_collapse(cfg: MLPCollapse, device: str = "cpu", progress: bool = True) -> dict[str, np.ndarray]:
+def run_mlp_collapse(cfg: MLPCollapse, device: str = "cpu", progress: bool = True,
+                     checkpoint: Path | None = None) -> dict[str, np.ndarray]:
     """Train every (seed, weight decay) model of ``cfg`` together as one ensemble.
 
     Returns arrays indexed [seed, weight decay, record] (loss, train_error) or [seed, weight decay, record, layer].
@@ -125,7 +126,8 @@ def run_mlp_collapse(cfg: MLPCollapse, device: str = "cpu", progress: bool = Tru
     base = dict(steps=cfg.steps, lr=cfg.lr, batch_size=cfg.batch_size, momentum=cfg.momentum,
                 lr_drops=cfg.lr_drops, record_every=cfg.record_every)
     cfgs = [TrainConfig(weight_decay=wd, **base) for _ in cfg.seeds for wd in cfg.weight_decays]
-    hists = train_ensemble(Ensemble(models), X, y, cfgs, seed=cfg.seeds[0], progress=progress)
+    hists = train_ensemble(Ensemble(models), X, y, cfgs, seed=cfg.seeds[0], checkpoint=checkpoint,
+                           checkpoint_every=max(1, cfg.steps // 20), progress=progress)
     S, W = len(cfg.seeds), len(cfg.weight_decays)
     out = {"steps": np.array(hists[0].steps), "seeds": np.array(cfg.seeds),
            "weight_decays": np.array(cfg.weight_decays)}
@@ -197,12 +199,18 @@ def run_and_cache(name: str, scale: str, device: str = "cpu", progress: bool = T
     """Run one experiment at one scale and store its result (with provenance) in the cache."""
     exp = get_experiment(name)
     cfg = exp.config(scale, **overrides)
+    tag, key = _scale_tag(scale, overrides), exp.key(cfg)
+    # a killed run resumes from here when the same command is run again (same configuration and code)
+    ckpt = (root or cache.RESULTS_DIR) / ".checkpoints" / f"{name}--{tag}--{key}.pt"
+    ckpt.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    arrays = exp.run(cfg, device=device, progress=progress)
+    arrays = exp.run(cfg, device=device, progress=progress, checkpoint=ckpt)
     prov = cache.provenance(device, list(getattr(cfg, "seeds", [])), time.perf_counter() - t0,
                             command or f"python -m ncbook run {name} --scale {scale} --device {device}")
-    return cache.save(name, _scale_tag(scale, overrides), {"experiment": name, **asdict(cfg)}, exp.key(cfg),
-                      arrays, prov, root, extra={"base_scale": scale, "overrides": overrides})
+    manifest = cache.save(name, tag, {"experiment": name, **asdict(cfg)}, key, arrays, prov, root,
+                          extra={"base_scale": scale, "overrides": overrides})
+    ckpt.unlink(missing_ok=True)
+    return manifest
 
 
 def regen_command(name: str, scale: str, overrides: dict) -> str:

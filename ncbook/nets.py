@@ -9,13 +9,16 @@ from torch import nn
 
 
 class MLP(nn.Module):
-    """x -> [Linear -> ReLU] x L1 -> [Linear] x L2, bias-free; ``forward_features`` returns every layer's output.
+    """x -> [Linear -> ReLU] x L1 -> [Linear] x L2; ``forward_features`` returns every layer's output.
+
+    Bias-free by default (as in Jacot et al.); ``bias`` adds biases to every layer, ``last_bias`` to the last only
+    (the cross-entropy setting of Tirer et al. Sec. 6).
 
     ``widths`` = [d_0, d_1, ..., d_L]: d_0 is the input dimension and d_L the number of classes K.
     The first ``num_nonlinear`` (L1) layers are followed by ReLU, the remaining L2 = L - L1 layers are linear.
     """
 
-    def __init__(self, widths: list[int], num_nonlinear: int, bias: bool = False):
+    def __init__(self, widths: list[int], num_nonlinear: int, bias: bool = False, last_bias: bool = False):
         super().__init__()
         L = len(widths) - 1
         if L < 1 or any(w < 1 for w in widths):
@@ -24,11 +27,18 @@ class MLP(nn.Module):
             raise ValueError(f"num_nonlinear (L1) must be between 0 and L-1 = {L - 1} so the last layer is linear; "
                              f"got {num_nonlinear}")
         self.num_nonlinear = num_nonlinear
-        self.layers = nn.ModuleList(nn.Linear(a, b, bias=bias) for a, b in zip(widths[:-1], widths[1:]))
+        self.layers = nn.ModuleList(nn.Linear(a, b, bias=bias or (last_bias and i == L - 1))
+                                    for i, (a, b) in enumerate(zip(widths[:-1], widths[1:])))
 
     def forward_features(self, x: torch.Tensor) -> list[torch.Tensor]:
         """Outputs Z_1, ..., Z_L of every layer (after the ReLU for non-linear layers), each (N, d_l)."""
-        return _features(self, dict(self.named_parameters()), x)
+        out = []
+        for i, layer in enumerate(self.layers):
+            x = layer(x)
+            if i < self.num_nonlinear:
+                x = torch.relu(x)
+            out.append(x)
+        return out
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.forward_features(x)[-1]
@@ -40,8 +50,9 @@ class MLP(nn.Module):
 
 
 class Ensemble:
-    """M networks of one architecture trained together: their parameters are stacked (``torch.func``) and one
-    vectorised forward pass (``vmap``) evaluates all of them on the same input."""
+    """M networks of one architecture trained together: layer l's weights of all models are stacked into one
+    (M, d_l, d_{l-1}) tensor. The first layer, whose input all models share, is a single wide matrix product
+    (N x d_0 times d_0 x M d_1); the later layers are batched products."""
 
     def __init__(self, models: list[MLP]):
         if not models:
@@ -49,42 +60,45 @@ class Ensemble:
         shapes = {tuple(tuple(p.shape) for p in m.parameters()) for m in models}
         if len(shapes) != 1 or len({m.num_nonlinear for m in models}) != 1:
             raise ValueError("all models of an Ensemble must have the same architecture")
-        self.template = copy.deepcopy(models[0]).to("meta")
-        params, _ = torch.func.stack_module_state(models)
-        self.params = {k: v.detach().clone().requires_grad_(True) for k, v in params.items()}
+        self.template = copy.deepcopy(models[0])
+        self.num_nonlinear = models[0].num_nonlinear
+        stack = [torch.stack([m.layers[i].weight.detach() for m in models]).clone().requires_grad_(True)
+                 for i in range(len(models[0].layers))]
+        self.weights = stack
+        self.biases = [None if models[0].layers[i].bias is None else
+                       torch.stack([m.layers[i].bias.detach() for m in models]).clone().requires_grad_(True)
+                       for i in range(len(stack))]
 
     def __len__(self) -> int:
-        return next(iter(self.params.values())).shape[0]
+        return self.weights[0].shape[0]
 
     def parameters(self) -> list[torch.Tensor]:
-        return list(self.params.values())
-
-    @property
-    def weights(self) -> list[torch.Tensor]:
-        """Stacked weight matrices, each (M, d_l, d_{l-1})."""
-        return [self.params[f"layers.{i}.weight"] for i in range(len(self.template.layers))]
+        return self.weights + [b for b in self.biases if b is not None]
 
     def forward_features(self, x: torch.Tensor) -> list[torch.Tensor]:
         """Every layer's output for every model: a list of (M, N, d_l) tensors."""
-        return torch.func.vmap(lambda params: _features(self.template, params, x))(self.params)
+        M, out = len(self), []
+        for i, (W, b) in enumerate(zip(self.weights, self.biases)):
+            if i == 0:    # shared input: one wide product, then split by model
+                x = (x @ W.reshape(-1, W.shape[2]).T).reshape(x.shape[0], M, W.shape[1]).transpose(0, 1)
+            else:
+                x = torch.bmm(x, W.transpose(1, 2))
+            if b is not None:
+                x = x + b.unsqueeze(1)
+            if i < self.num_nonlinear:
+                x = torch.relu(x)
+            out.append(x)
+        return out
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         return self.forward_features(x)[-1]
 
     def model(self, i: int) -> MLP:
         """Model i as an ordinary MLP (a copy)."""
-        m = copy.deepcopy(self.template).to_empty(device=self.weights[0].device)
-        m.load_state_dict({k: v[i].detach().clone() for k, v in self.params.items()})
+        m = copy.deepcopy(self.template)
+        with torch.no_grad():
+            for layer, W, b in zip(m.layers, self.weights, self.biases):
+                layer.weight.copy_(W[i])
+                if b is not None:
+                    layer.bias.copy_(b[i])
         return m
-
-
-def _features(template: MLP, params: dict[str, torch.Tensor], x: torch.Tensor) -> list[torch.Tensor]:
-    """MLP.forward_features with the weights taken from ``params`` (used under vmap)."""
-    out = []
-    for i in range(len(template.layers)):
-        b = params.get(f"layers.{i}.bias")
-        x = torch.nn.functional.linear(x, params[f"layers.{i}.weight"], b)
-        if i < template.num_nonlinear:
-            x = torch.relu(x)
-        out.append(x)
-    return out

@@ -31,7 +31,8 @@ def progress_bar(iterable, enabled: bool = True, **kwargs):
 class TrainConfig:
     """How to train: ``steps`` GD steps of size ``lr`` (times ``lr_drop_factor`` after each fraction of training
     listed in ``lr_drops``), weight decay ``weight_decay`` on the feature layers and ``weight_decay_last`` on the last
-    layer (None: the same), full batch if ``batch_size`` is None, metrics every ``record_every`` steps."""
+    layer (None: the same), full batch if ``batch_size`` is None, metrics every ``record_every`` steps and at
+    the steps listed in ``record_at``."""
 
     steps: int
     lr: float
@@ -43,6 +44,7 @@ class TrainConfig:
     lr_drops: tuple[float, ...] = ()
     lr_drop_factor: float = 0.1
     record_every: int = 50
+    record_at: tuple[int, ...] = ()
 
     def __post_init__(self):
         problems = []
@@ -66,6 +68,10 @@ class TrainConfig:
             problems.append(f"record_every must be >= 1 (got {self.record_every})")
         if problems:
             raise ValueError("invalid TrainConfig: " + "; ".join(problems))
+
+    def records(self, step: int) -> bool:
+        """Whether metrics are recorded at this step: every record_every steps, at record_at, and at the end."""
+        return step % self.record_every == 0 or step in self.record_at or step == self.steps
 
     def lr_at(self, step: int) -> float:
         """Learning rate at a step: lr times lr_drop_factor for every drop point already passed."""
@@ -153,48 +159,14 @@ def _check_finite(params, loss: torch.Tensor, step: int, lr: float) -> None:
 
 def train(model: MLP, x: torch.Tensor, labels: torch.Tensor, cfg: TrainConfig, seed: int = 0,
           checkpoint: Path | None = None, checkpoint_every: int = 500, progress: bool = True) -> History:
-    """Train ``model`` in place according to ``cfg`` and return the recorded metric history.
-
-    With ``checkpoint`` set, the model, optimiser, minibatch RNG and history are saved atomically every
-    ``checkpoint_every`` steps (tensors only, loaded with ``weights_only=True``); a run started again with the same
-    checkpoint path resumes from it and ends with exactly the result of an uninterrupted run.
-    """
-    opt = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum)
-    gen = torch.Generator().manual_seed(seed)
-    hist, start = History(), 0
-    if checkpoint is not None and Path(checkpoint).exists():
-        state = torch.load(checkpoint, weights_only=True)
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        gen.set_state(state["generator"])
-        hist, start = History(**state["history"]), int(state["step"])
-    N = len(labels)
-    for step in progress_bar(range(start, cfg.steps + 1), progress, initial=start, total=cfg.steps + 1,
-                             desc=f"train lambda={cfg.weight_decay:g}", leave=False):
-        if step % cfg.record_every == 0 or step == cfg.steps:
-            with torch.no_grad():
-                feats = model.forward_features(x)
-                full = data_loss(feats[-1], labels, cfg.loss) + weight_penalty(model.weights, cfg)
-                _check_finite(model.parameters(), full, step, cfg.lr_at(step))
-                _record(hist, feats[-1], full, step, labels, feats, model.weights)
-        if step == cfg.steps:
-            break
-        if cfg.batch_size is None or cfg.batch_size >= N:
-            xb, yb = x, labels
-        else:
-            idx = torch.randperm(N, generator=gen)[:cfg.batch_size].to(x.device)
-            xb, yb = x[idx], labels[idx]
-        loss = data_loss(model(xb), yb, cfg.loss) + weight_penalty(model.weights, cfg)
-        _check_finite(model.parameters(), loss.detach(), step, cfg.lr_at(step))
-        for group in opt.param_groups:
-            group["lr"] = cfg.lr_at(step)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        if checkpoint is not None and (step + 1) % checkpoint_every == 0:
-            state = {"step": step + 1, "model": model.state_dict(), "optimizer": opt.state_dict(),
-                     "generator": gen.get_state(), "history": asdict(hist)}
-            atomic_write(Path(checkpoint), lambda tmp, state=state: torch.save(state, tmp))
+    """Train ``model`` in place according to ``cfg`` and return the recorded metric history
+    (:func:`train_ensemble` with one model; see it for checkpoints and resuming)."""
+    ens = Ensemble([model])
+    [hist] = train_ensemble(ens, x, labels, [cfg], seed, checkpoint, checkpoint_every, progress)
+    trained = ens.model(0)
+    with torch.no_grad():
+        for p, q in zip(model.parameters(), trained.parameters()):
+            p.copy_(q)
     return hist
 
 
@@ -206,26 +178,49 @@ def train_full_batch(model: MLP, x: torch.Tensor, labels: torch.Tensor, steps: i
 
 
 def train_ensemble(ens: Ensemble, x: torch.Tensor, labels: torch.Tensor, cfgs: list[TrainConfig], seed: int = 0,
+                   checkpoint: Path | None = None, checkpoint_every: int = 500,
                    progress: bool = True) -> list[History]:
-    """Train the M models of ``ens`` together, model m under ``cfgs[m]``; the configurations may differ only in their
-    weight decays. Equivalent, to float rounding, to M separate :func:`train` runs, in one vectorised step each."""
+    """Train the M models of ``ens`` together, model m under ``cfgs[m]`` (the configurations may differ only in
+    their weight decays): equivalent, to float rounding, to M separate runs, in one vectorised step each.
+
+    With ``checkpoint`` set, the weights, optimiser state, minibatch RNG and histories are saved atomically every
+    ``checkpoint_every`` steps (tensors and numbers only, loaded with ``weights_only=True``); started again with the
+    same checkpoint path, a killed run resumes and ends with exactly the result of an uninterrupted run.
+    """
     if len(cfgs) != len(ens):
         raise ValueError(f"need one TrainConfig per model: {len(cfgs)} configs for {len(ens)} models")
     shared = {k for k in asdict(cfgs[0]) if k not in ("weight_decay", "weight_decay_last")}
     if any(asdict(c)[k] != asdict(cfgs[0])[k] for c in cfgs for k in shared):
         raise ValueError("models trained together must share every setting but the weight decays")
-    cfg, M = cfgs[0], len(cfgs)
+    cfg, M, N = cfgs[0], len(cfgs), len(labels)
     opt = torch.optim.SGD(ens.parameters(), lr=cfg.lr, momentum=cfg.momentum)
     gen = torch.Generator().manual_seed(seed)
-    hists, N = [History() for _ in range(M)], len(labels)
+    hists, start = [History() for _ in range(M)], 0
+    if checkpoint is not None and Path(checkpoint).exists():
+        state = torch.load(checkpoint, weights_only=True)
+        with torch.no_grad():
+            for p, saved in zip(ens.parameters(), state["parameters"]):
+                p.copy_(saved)
+        opt.load_state_dict(state["optimizer"])
+        gen.set_state(state["generator"])
+        hists, start = [History(**h) for h in state["histories"]], int(state["step"])
+    L = len(ens.weights)
+    decay = torch.tensor([[c.decay_of(i, L) for i in range(L)] for c in cfgs], dtype=x.dtype, device=x.device)
 
-    def objective(feats_out: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-        per_model = torch.stack([data_loss(feats_out[m], yb, cfg.loss) for m in range(M)])
-        penalty = torch.stack([weight_penalty([W[m] for W in ens.weights], c) for m, c in enumerate(cfgs)])
-        return per_model + penalty
+    def objective(out: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        """Per-model regularised loss, shape (M,): data loss plus sum_l (lambda_ml / 2) ||W_ml||^2."""
+        if cfg.loss == "ce":
+            fit = torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[2]), yb.repeat(M),
+                                                    reduction="none").reshape(M, -1).mean(1)
+        else:
+            fit = 0.5 * ((out - one_hot_targets(yb, out.shape[2], out.dtype)) ** 2).sum((1, 2)) / len(yb)
+        norms = torch.stack([(W ** 2).sum((1, 2)) for W in ens.weights], dim=1)
+        return fit + 0.5 * (decay * norms).sum(1)
 
-    for step in progress_bar(range(cfg.steps + 1), progress, desc=f"train {M} models together", leave=False):
-        if step % cfg.record_every == 0 or step == cfg.steps:
+    desc = f"train lambda={cfg.weight_decay:g}" if M == 1 else f"train {M} models together"
+    for step in progress_bar(range(start, cfg.steps + 1), progress, initial=start, total=cfg.steps + 1, desc=desc,
+                             leave=False):
+        if cfg.records(step):
             with torch.no_grad():
                 feats = ens.forward_features(x)
                 full = objective(feats[-1], labels)
@@ -247,4 +242,9 @@ def train_ensemble(ens: Ensemble, x: torch.Tensor, labels: torch.Tensor, cfgs: l
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
+        if checkpoint is not None and (step + 1) % checkpoint_every == 0:
+            state = {"step": step + 1, "parameters": [p.detach() for p in ens.parameters()],
+                     "optimizer": opt.state_dict(), "generator": gen.get_state(),
+                     "histories": [asdict(h) for h in hists]}
+            atomic_write(Path(checkpoint), lambda tmp, state=state: torch.save(state, tmp))
     return hists
