@@ -80,7 +80,8 @@ class MLPCollapse:
     lr_drops: tuple[float, ...] = (0.8,)
     record_every: int = 100
     dtype: str = "float32"
-    data_root: str = "~/data"
+    data_root: str = "~/data"           # full MNIST (dataset="mnist") is read from here ...
+    download: bool = False              # ... and downloaded there only if this is set
 
     def __post_init__(self):
         if self.dataset not in ("digits", "mnist5k", "mnist"):
@@ -95,7 +96,7 @@ class MLPCollapse:
 
 
 def load_data(dataset: str, per_class: int | None, seed: int, device: str, dtype: torch.dtype,
-              data_root: str = "~/data"):
+              data_root: str = "~/data", download: bool = False):
     """The flattened training set of an experiment."""
     if dataset == "digits":
         X, y = data.digits(device=device, dtype=dtype)
@@ -105,8 +106,8 @@ def load_data(dataset: str, per_class: int | None, seed: int, device: str, dtype
         return X, y
     if dataset == "mnist5k":
         return data.mnist5k(per_class=per_class or 500, seed=seed, device=device, dtype=dtype)
-    return data.load_dataset("mnist", data_root, per_class=per_class, seed=seed, device=device, dtype=dtype,
-                             flatten=True)
+    return data.load_dataset("mnist", data_root, download=download, per_class=per_class, seed=seed, device=device,
+                             dtype=dtype, flatten=True)
 
 
 def run_mlp_collapse(cfg: MLPCollapse, device: str = "cpu", progress: bool = True,
@@ -116,7 +117,7 @@ def run_mlp_collapse(cfg: MLPCollapse, device: str = "cpu", progress: bool = Tru
     Returns arrays indexed [seed, weight decay, record] (loss, train_error) or [seed, weight decay, record, layer].
     """
     dtype = getattr(torch, cfg.dtype)
-    X, y = load_data(cfg.dataset, cfg.per_class, 0, device, dtype, cfg.data_root)
+    X, y = load_data(cfg.dataset, cfg.per_class, 0, device, dtype, cfg.data_root, cfg.download)
     widths = (X.shape[1], *cfg.widths[1:])
     models = []
     for seed in cfg.seeds:
