@@ -77,3 +77,21 @@ def plot_grams(features: list[torch.Tensor], labels: torch.Tensor, layers: list[
         plot_gram(features[layer], labels, ax=ax, title=f"layer {layer + 1}: cos($\\mu_c$, $\\mu_{{c'}}$)")
     fig.tight_layout()
     return fig
+
+
+def plot_layer_metric(result: dict[str, np.ndarray], name: str, title: str, wd_index: int = 0,
+                      log: bool = True) -> Figure:
+    """A cached result's per-layer metric at the end of training against the layer, one line per seed."""
+    values = result[name][:, wd_index, -1, :]                 # (seeds, layers)
+    layers = np.arange(1, values.shape[1] + 1)
+    fig, ax = plt.subplots(figsize=(5, 3))
+    for s, seed in enumerate(result["seeds"]):
+        ok = np.isfinite(values[s])
+        ax.plot(layers[ok], values[s][ok], "o-", label=f"seed {seed}")
+    if log:
+        ax.set_yscale("log")
+    ax.set_xlabel("layer")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
