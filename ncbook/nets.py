@@ -76,18 +76,18 @@ class Ensemble:
         return self.weights + [b for b in self.biases if b is not None]
 
     def forward_features(self, x: torch.Tensor) -> list[torch.Tensor]:
-        """Every layer's output for every model: a list of (M, N, d_l) tensors."""
-        M, out = len(self), []
+        """Every layer's output for every model: a list of (M, N, d_l) tensors (views of (M, d_l, N) ones)."""
+        M, out, h = len(self), [], None
         for i, (W, b) in enumerate(zip(self.weights, self.biases)):
-            if i == 0:    # shared input: one wide product, then split by model
-                x = (x @ W.reshape(-1, W.shape[2]).T).reshape(x.shape[0], M, W.shape[1]).transpose(0, 1)
-            else:
-                x = torch.bmm(x, W.transpose(1, 2))
+            if i == 0:    # shared input: one wide product (M d_1 x d_0 times d_0 x N), split by model
+                h = (W.reshape(-1, W.shape[2]) @ x.T).reshape(M, W.shape[1], x.shape[0])
+            else:         # columns are samples, so every product is a contiguous batched matmul
+                h = torch.bmm(W, h)
             if b is not None:
-                x = x + b.unsqueeze(1)
+                h = h + b.unsqueeze(2)
             if i < self.num_nonlinear:
-                x = torch.relu(x)
-            out.append(x)
+                h = torch.relu(h)
+            out.append(h.transpose(1, 2))
         return out
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
