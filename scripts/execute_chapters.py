@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -25,18 +26,34 @@ ROOT = Path(__file__).resolve().parents[1]
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
+def coalesce_streams(outputs: list) -> list:
+    """Merge consecutive stdout (or stderr) outputs: how the kernel chunked a stream is timing, not content."""
+    merged: list = []
+    for out in outputs:
+        prev = merged[-1] if merged else None
+        if (out.get("output_type") == "stream" and prev is not None and prev.get("output_type") == "stream"
+                and prev.get("name") == out.get("name")):
+            prev["text"] = "".join(prev["text"]) + "".join(out["text"])
+        else:
+            merged.append(out)
+    return merged
+
+
 def normalise(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
     """Drop volatile metadata and make widget model ids deterministic."""
     for i, cell in enumerate(nb.cells):
         cell.id = hashlib.sha1(f"{name}:cell:{i}".encode()).hexdigest()[:8]
+        if cell.cell_type == "code":
+            cell.outputs = coalesce_streams(cell.outputs)
         cell.metadata.pop("execution", None)
         cell.metadata.pop("ExecuteTime", None)
     nb.metadata.pop("language_info", None)
     nb.metadata.pop("jupytext", None)
     text = json.dumps(nb)
     state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
-    for i, model_id in enumerate(state):
-        text = text.replace(model_id, hashlib.sha1(f"{name}:{i}".encode()).hexdigest()[:32])
+    new_ids = {model_id: hashlib.sha1(f"{name}:{i}".encode()).hexdigest()[:32] for i, model_id in enumerate(state)}
+    if new_ids:   # one simultaneous substitution, so that no new id is itself rewritten
+        text = re.sub("|".join(map(re.escape, new_ids)), lambda m: new_ids[m.group(0)], text)
     return nbformat.from_dict(json.loads(text))
 
 
