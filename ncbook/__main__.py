@@ -75,8 +75,7 @@ def cmd_list(_args) -> int:
                 cache.check(name, scale, exp.key(cfg), regen=regen_command(name, scale, {}))
                 status = "cached"
             except cache.CacheError as err:
-                text = str(err)
-                status = "stale" if "stale" in text else "corrupted" if "corrupted" in text else "not cached"
+                status = {"missing": "not cached"}.get(err.kind, err.kind)
             rows.append((name, scale, status, exp.description if scale == "tiny" else ""))
     _table(rows)
     return 0

@@ -26,7 +26,12 @@ RESULTS_DIR = Path(os.environ.get("NCBOOK_RESULTS", ROOT / "results"))
 
 
 class CacheError(RuntimeError):
-    """A result is missing, stale or corrupted; the message names the file and the command that regenerates it."""
+    """A result is missing, stale or corrupted (``kind``); the message names the file and the command that
+    regenerates it."""
+
+    def __init__(self, message: str, kind: str = "corrupted"):
+        super().__init__(message)
+        self.kind = kind
 
 
 def canonical_json(obj: Any) -> str:
@@ -124,7 +129,7 @@ def read_manifest(name: str, scale: str, root: Path | None = None) -> dict:
         return json.loads(manifest_path.read_text())
     except FileNotFoundError:
         raise CacheError(f"no cached result for {name} at scale {scale!r}: {manifest_path} is missing. Make it "
-                         f"with `python -m ncbook run {name} --scale {scale.split('--')[0]}`") from None
+                         f"with `python -m ncbook run {name} --scale {scale.split('--')[0]}`", "missing") from None
     except json.JSONDecodeError as err:
         raise CacheError(f"manifest {manifest_path} is not valid JSON ({err})") from None
 
@@ -136,11 +141,11 @@ def check(name: str, scale: str, key: str, root: Path | None = None, regen: str 
     data_path, manifest_path = paths(name, scale, root)
     if manifest.get("key") != key:
         raise CacheError(f"cached result {manifest_path} is stale: it was made with key {manifest.get('key')}, the "
-                         f"current configuration and code give {key}. Regenerate it with `{regen}`")
+                         f"current configuration and code give {key}. Regenerate it with `{regen}`", "stale")
     for fname, digest in manifest.get("files", {}).items():
         f = manifest_path.parent / fname
         if not f.exists():
-            raise CacheError(f"{f} is missing (listed in {manifest_path}). Regenerate it with `{regen}`")
+            raise CacheError(f"{f} is missing (listed in {manifest_path}). Regenerate it with `{regen}`", "missing")
         if sha256_file(f) != digest:
             raise CacheError(f"{f} is corrupted: its sha256 does not match {manifest_path}. Regenerate it with "
                              f"`{regen}`")
