@@ -94,7 +94,11 @@ def cmd_run(args) -> int:
     if args.seeds:
         overrides["seeds"] = tuple(args.seeds)
     device = resolve_device(args.device)
-    path, wall = _run_one(args.name, args.scale, device, overrides, progress=True)
+    try:
+        path, wall = _run_one(args.name, args.scale, device, overrides, progress=True)
+    except FileNotFoundError as err:
+        raise SystemExit(f"{err}\nFrom the command line: add --set data_root=PATH, or --set download=True "
+                         "to fetch the data set there once.") from None
     _table([("experiment", "scale", "device", "wall time", "manifest"),
             (args.name, args.scale, device, f"{wall:.1f} s", path)])
     return 0

@@ -139,6 +139,75 @@ def run_mlp_collapse(cfg: MLPCollapse, device: str = "cpu", progress: bool = Tru
     return out
 
 
+@dataclass(frozen=True)
+class HeadDepth:
+    """Chapter 1's λ x depth figure: chapter 1's demonstration MLP (ReLU layers ``relu_widths``) with a linear head
+    of ``L2`` layers of width ``head_width`` (the last one to the 10 classes), for every ``L2`` in ``depths`` and
+    every weight decay, full-batch GD in float64; one ensemble (all weight decays) per depth."""
+
+    depths: tuple[int, ...] = (1, 2, 3, 4)
+    weight_decays: tuple[float, ...] = (0.0, 1e-3, 3e-3, 1e-2)
+    dataset: str = "mnist5k"
+    per_class: int = 50
+    relu_widths: tuple[int, ...] = (64, 64)
+    head_width: int = 32
+    steps: int = 1500
+    lr: float = 0.2
+    record_every: int = 50
+    seed: int = 0
+
+    def __post_init__(self):
+        if not self.depths or min(self.depths) < 1:
+            raise ValueError(f"depths (number of linear layers) must all be >= 1, got {self.depths}")
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        return (self.seed,)
+
+    def collapse_config(self, depth: int) -> MLPCollapse:
+        """The :class:`MLPCollapse` run behind one depth (with L2 = 3 it is :class:`MLPDemo`'s network)."""
+        widths = (784, *self.relu_widths, *(self.head_width,) * (depth - 1), 10)
+        return MLPCollapse(dataset=self.dataset, per_class=self.per_class, widths=widths,
+                           num_nonlinear=len(self.relu_widths), weight_decays=self.weight_decays, seeds=(self.seed,),
+                           steps=self.steps, lr=self.lr, momentum=0.0, lr_drops=(), record_every=self.record_every,
+                           dtype="float64")
+
+
+def run_head_depth(cfg: HeadDepth, device: str = "cpu", progress: bool = True,
+                   checkpoint: Path | None = None) -> dict[str, np.ndarray]:
+    """Arrays indexed [depth, weight decay, record] or [depth, weight decay, record, layer]; layers past a network's
+    depth are NaN."""
+    runs = []
+    for depth in cfg.depths:
+        ckpt = None if checkpoint is None else checkpoint.with_suffix(f".L{depth}.pt")
+        runs.append(run_mlp_collapse(cfg.collapse_config(depth), device, progress, ckpt))
+    out = {"depths": np.array(cfg.depths), "weight_decays": np.array(cfg.weight_decays), "steps": runs[0]["steps"]}
+    out["loss"] = np.stack([r["loss"][0] for r in runs])
+    out["train_error"] = np.stack([r["train_error"][0] for r in runs])
+    out["num_layers"] = np.array([r["nc1_trace_ratio"].shape[-1] for r in runs])
+    for name in runs[0]:
+        if runs[0][name].ndim == 4:
+            most = max(r[name].shape[-1] for r in runs)
+            out[name] = np.stack([np.pad(r[name][0], ((0, 0), (0, 0), (0, most - r[name].shape[-1])),
+                                         constant_values=np.nan) for r in runs])
+    if checkpoint is not None:
+        for depth in cfg.depths:
+            checkpoint.with_suffix(f".L{depth}.pt").unlink(missing_ok=True)
+    return out
+
+
+def history_at(result: dict[str, np.ndarray], *index: int) -> History:
+    """The :class:`History` of one run of a cached result (``index`` into its leading axes); with ``num_layers`` in
+    the result (networks of several depths), the padding layers are dropped."""
+    layers = {name: result[name][index] for name in result if result[name].ndim == len(index) + 2}
+    if "num_layers" in result:
+        n = int(result["num_layers"][index[:result["num_layers"].ndim]])
+        layers = {name: v[:, :n] for name, v in layers.items()}
+    return History(steps=result["steps"].tolist(), loss=result["loss"][index].tolist(),
+                   train_error=result["train_error"][index].tolist(),
+                   layers={name: v.tolist() for name, v in layers.items()})
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # the registry
 
@@ -185,6 +254,20 @@ EXPERIMENTS: dict[str, Experiment] = {
         notes={"paper": "Jacot et al. App. A: 5 non-linear + 4 linear layers, weight decay 0.0018, lr 0.001, "
                         "10,000 epochs, 5 runs. Width, optimiser and batch size are not stated in the text; "
                         "width 1024, plain SGD with batch 128 are our assumptions (steps cover far fewer epochs)."},
+    ),
+    "linear_head": Experiment(
+        name="linear_head",
+        description="chapter 1's MLP with a linear head of 1-4 layers, for 4 weight decays (the λ x depth figure)",
+        run=run_head_depth,
+        scales={
+            "tiny": HeadDepth(depths=(1, 2), weight_decays=(0.0, 1e-2), dataset="digits", per_class=10,
+                              relu_widths=(16,), head_width=8, steps=20, record_every=10),
+            "cpu": HeadDepth(),
+            "paper": HeadDepth(depths=(1, 2, 3, 4, 5, 6), dataset="mnist", per_class=None, relu_widths=(512, 512),
+                               head_width=512, steps=20_000, lr=0.05, record_every=500),
+        },
+        modules=_TRAINING_MODULES,
+        notes={"paper": "Not a figure of either paper: the same sweep on full MNIST with wide layers, for a GPU."},
     ),
 }
 

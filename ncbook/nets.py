@@ -27,7 +27,9 @@ class MLP(nn.Module):
             raise ValueError(f"num_nonlinear (L1) must be between 0 and L-1 = {L - 1} so the last layer is linear; "
                              f"got {num_nonlinear}")
         self.num_nonlinear = num_nonlinear
-        self.layers = nn.ModuleList(nn.Linear(a, b, bias=bias or (last_bias and i == L - 1))
+        # drawn in float32 whatever torch's default dtype, so that a seed gives the same network everywhere
+        # (cast afterwards, e.g. with .double())
+        self.layers = nn.ModuleList(nn.Linear(a, b, bias=bias or (last_bias and i == L - 1), dtype=torch.float32)
                                     for i, (a, b) in enumerate(zip(widths[:-1], widths[1:])))
 
     def forward_features(self, x: torch.Tensor) -> list[torch.Tensor]:

@@ -122,20 +122,30 @@ def weight_penalty(weights: list[torch.Tensor], cfg: TrainConfig) -> torch.Tenso
 def layer_metrics(features: list[torch.Tensor], weights: list[torch.Tensor], labels: torch.Tensor,
                   num_classes: int | None = None) -> dict[str, list[float]]:
     """Per-layer NC1 (trace ratio and pseudo-inverse), NC2 (condition number of the class means), balancedness of
-    consecutive layers, and NC3 (cosine of the penultimate features with the last weights), Jacot et al. Sec. 6."""
+    consecutive layers, and NC3 (cosine of the penultimate features with the last weights), Jacot et al. Sec. 6.
+    A metric that is undefined at this point of training (dead ReLU features: a zero feature vector, or all class
+    means equal) is recorded as NaN instead of stopping the run."""
     with torch.no_grad():
         K = num_classes or int(labels.max()) + 1
         out: dict[str, list[float]] = {"nc1_trace_ratio": [], "nc1_pinv": [], "nc2_condition_number": [],
                                        "balancedness": []}
         for i, Z in enumerate(features):
             s = metrics.class_stats(Z, labels, K)
-            out["nc1_trace_ratio"].append(metrics.nc1_trace_ratio(s))
-            out["nc1_pinv"].append(metrics.nc1_pinv(s))
+            out["nc1_trace_ratio"].append(_or_nan(metrics.nc1_trace_ratio, s))
+            out["nc1_pinv"].append(_or_nan(metrics.nc1_pinv, s))
             out["nc2_condition_number"].append(metrics.nc2_condition_number(s) if Z.shape[1] >= K else math.nan)
             out["balancedness"].append(metrics.balancedness(weights[i + 1], weights[i])
                                        if i + 1 < len(weights) else math.nan)
-        out["nc3_cosine"] = [metrics.nc3_cosine(features[-2], labels, weights[-1])]
+        out["nc3_cosine"] = [_or_nan(metrics.nc3_cosine, features[-2], labels, weights[-1])]
         return out
+
+
+def _or_nan(metric, *args) -> float:
+    """The metric, or NaN where it is undefined (the metrics raise ValueError for that)."""
+    try:
+        return metric(*args)
+    except ValueError:
+        return math.nan
 
 
 def _record(hist: History, outputs: torch.Tensor, loss: torch.Tensor, step: int, labels: torch.Tensor,

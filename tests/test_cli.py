@@ -50,3 +50,9 @@ def test_sweep_lands_every_point_in_the_cache(results, tmp_path, executor, capsy
     assert sorted(p.name for p in (results / "jacot_mlp").glob("*.json")) == ["tiny--steps=10.json",
                                                                              "tiny--steps=20.json"]
     assert main(["verify"]) == 0
+
+
+def test_missing_full_dataset_names_the_fix(results, tmp_path):
+    with pytest.raises(SystemExit, match="--set download=True"):
+        main(["run", "jacot_mlp", "--scale", "paper", "--device", "cpu", "--set", f"data_root={tmp_path}"])
+    assert not (results / "jacot_mlp").exists()

@@ -163,3 +163,42 @@ def test_interrupted_ensemble_resumes_to_the_same_result(tmp_path, monkeypatch):
     assert [h.loss for h in resumed] == [h.loss for h in fresh]
     for a, b in zip(resumed_ens.parameters(), fresh_ens.parameters()):
         assert torch.equal(a, b)
+
+
+def test_head_depth_sweep_reproduces_chapter_one_runs_and_pads_layers():
+    """The λ x depth experiment at L2 = 3 is chapter 1's demonstration network: same runs, to float64 rounding."""
+    from ncbook.experiments import HeadDepth, MLPDemo, history_at, run_head_depth, run_mlp_demo
+
+    cfg = HeadDepth(depths=(1, 3), weight_decays=(0.0, 3e-3), per_class=5, steps=20, record_every=10)
+    result = run_head_depth(cfg, progress=False)
+    assert result["nc1_trace_ratio"].shape == (2, 2, 3, 5) and list(result["num_layers"]) == [3, 5]
+    assert np.isnan(result["nc1_trace_ratio"][0, :, :, 3:]).all()            # L2 = 1 has 3 layers, padded to 5
+    for j, lam in enumerate(cfg.weight_decays):
+        demo, _ = run_mlp_demo(MLPDemo(weight_decay=lam, per_class=5, steps=20, record_every=10), progress=False)
+        swept = history_at(result, 1, j)
+        np.testing.assert_allclose(swept.loss, demo.loss, rtol=1e-10)
+        np.testing.assert_allclose(swept.layers["nc1_trace_ratio"], demo.layers["nc1_trace_ratio"], rtol=1e-8)
+    assert len(history_at(result, 0, 0).layers["nc1_trace_ratio"][0]) == 3
+
+
+def test_undefined_metric_is_recorded_as_nan_not_a_crash():
+    from ncbook.train import layer_metrics
+
+    y = torch.tensor([0, 0, 1, 1])
+    Z = torch.tensor([[1.0, 0.0], [0.0, 0.0], [0.0, 1.0], [0.0, 2.0]], dtype=torch.float64)  # a dead sample
+    W = torch.eye(2, dtype=torch.float64)
+    out = layer_metrics([Z, Z], [W, W], y)
+    assert np.isnan(out["nc3_cosine"][0]) and np.isfinite(out["nc1_trace_ratio"]).all()
+
+
+def test_network_init_does_not_depend_on_torch_default_dtype():
+    torch.manual_seed(0)
+    a = MLP([5, 4, 3], 1)
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        torch.manual_seed(0)
+        b = MLP([5, 4, 3], 1)
+    finally:
+        torch.set_default_dtype(old)
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
