@@ -95,3 +95,101 @@ def plot_layer_metric(result: dict[str, np.ndarray], name: str, title: str, wd_i
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+
+def plot_ufm_solution(p, lam_Hs: np.ndarray, seed: int = 0) -> Figure:
+    """Theorem 2.2 of Tirer et al. at one (lam_W, lam_H): the closed-form rho(lam_H) curve with the solver's value,
+    and the cosines between the solver's class means."""
+    from . import ufm
+
+    W, H = ufm.solve_model1(p, seed=seed)
+    means = H.reshape(p.d, p.K, p.n).mean(2)
+    rho_curve = [ufm.collapse_norms(ufm.UFM(p.K, p.n, p.d, p.lam_W, lh))[0] for lh in lam_Hs]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.2), gridspec_kw={"width_ratios": [1.6, 1]})
+    a.semilogx(lam_Hs, rho_curve, color="k", label=r"closed form $\rho=\sqrt{\lambda_W/\lambda_H}(1-\sqrt{c})$")
+    a.axvline(1 / p.lam_W, color="C3", ls="--", lw=1, label=r"$\lambda_H=1/\lambda_W$ ($c=1$)")
+    a.plot([p.lam_H], [np.mean(np.sum(means ** 2, 0))], "o", color="C0", ms=8, label=r"solver: mean $\|h_k\|^2$")
+    a.set_xlabel(r"$\lambda_H$")
+    a.set_ylabel(r"$\|h_k\|^2$")
+    a.set_title(rf"$\lambda_W={p.lam_W:g}$, $\lambda_H={p.lam_H:g}$, $c={p.c:.3g}$", fontsize=9)
+    a.legend(fontsize=7)
+    norms = np.linalg.norm(means, axis=0)
+    if p.c < 1:                                        # a collapsed minimiser: show the solver's geometry
+        G = (means / norms).T @ (means / norms)
+        im = b.imshow(G, vmin=-1, vmax=1, cmap="RdBu_r")
+        fig.colorbar(im, ax=b, fraction=0.046)
+        b.set_title("cosines of the solver's class means", fontsize=9)
+    else:
+        b.text(0.5, 0.5, f"c ≥ 1: trivial minimiser\nH = 0, W = 0\n(solver: max |h_k| ≈ {max(norms.max(), 1e-12):.0e})",
+               ha="center", va="center", transform=b.transAxes)
+        b.set_title("solver's class means", fontsize=9)
+    b.set_xticks(range(p.K))
+    b.set_yticks(range(p.K))
+    b.grid(False)
+    fig.tight_layout()
+    return fig
+
+
+def plot_flow(out: dict, lam_W: float, lam_H: float) -> Figure:
+    """Theorem 4.1 along the central-path flow: gNC1, e^{2 lam_H t} tr Sigma_W and e^{2 lam_H t} tr Sigma_B."""
+    fig, axes = plt.subplots(1, 3, figsize=(11, 2.9))
+    axes[0].semilogy(out["t"], out["gnc1"], color="k")
+    axes[0].set_title(r"gNC1 = tr$\Sigma_W$ / tr$\Sigma_B$")
+    axes[1].semilogy(out["t"], out["trace_W"], color="C0")
+    axes[1].set_title(r"$e^{2\lambda_H t}\,$tr$\Sigma_W(H_t)$ (non-increasing)")
+    axes[2].plot(out["t"], out["trace_B"], color="C3")
+    axes[2].set_title(r"$e^{2\lambda_H t}\,$tr$\Sigma_B(H_t)$ (increasing)")
+    for ax in axes:
+        ax.set_xlabel("t")
+    fig.suptitle(rf"gradient flow on the central path, $\lambda_W={lam_W:g}$, $\lambda_H={lam_H:g}$", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_layerwise(Hs: list, K: int, n: int, depth: int) -> Figure:
+    """Features after ``depth`` layers of eq. (2) applied in turn (2-D view: the first two principal directions of
+    the input's class means) and gNC1 layer by layer."""
+    from . import ufm
+
+    H0 = Hs[0]
+    means0 = H0.reshape(H0.shape[0], K, n).mean(2)
+    U = np.linalg.svd(means0 - means0.mean(1, keepdims=True), full_matrices=False)[0][:, :2]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.4))
+    P = U.T @ Hs[depth]
+    for k in range(K):
+        a.scatter(P[0, k * n:(k + 1) * n], P[1, k * n:(k + 1) * n], s=10, color=f"C{k}", label=f"class {k + 1}")
+    a.set_title(f"features after {depth} layer(s)", fontsize=9)
+    a.legend(fontsize=7)
+    lim = np.abs(U.T @ H0).max() * 1.1
+    a.set_xlim(-lim, lim)
+    a.set_ylim(-lim, lim)
+    a.set_aspect("equal")
+    p = ufm.UFM(K, n, H0.shape[0], 1.0, 0.0)           # only sizes matter for gNC1
+    g = [ufm.gnc1(H, p) for H in Hs]
+    b.semilogy(range(len(Hs)), g, "o-", color="k", ms=4)
+    b.semilogy([depth], [g[depth]], "o", color="C3", ms=9)
+    b.set_xlabel("layer")
+    b.set_title("gNC1 layer by layer", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def plot_intra_spectrum(p, ax=None) -> Figure:
+    """Theorem 5.2 / the paper's Figure 1: the singular values of an intra-class block F_kk at a collapsed input,
+    computed from the first-order map (line) and from the closed form (dots)."""
+    from . import ufm
+
+    _, H = ufm.collapsed_minimiser(p)
+    F = ufm.first_order_map(H, p)
+    numeric = np.linalg.svd(ufm.block(F, p, 0, 0), compute_uv=False)
+    closed = np.sort(np.abs(ufm.spectrum_values(p)))[::-1]
+    fig, ax = plt.subplots(figsize=(6.5, 3.2)) if ax is None else (ax.figure, ax)
+    ax.plot(numeric, color="k", lw=1.5, label="numerical, from F")
+    ax.plot(closed, "o", color="C3", ms=2.5, label="closed form (Thm 5.2, App. D)")
+    ax.set_xlabel("index")
+    ax.set_ylabel(r"singular value of $F_{kk}$")
+    ax.set_title(rf"$\beta={p.beta:g}$, $K={p.K}$, $d={p.d}$, $n={p.n}$, $\lambda_W={p.lam_W:g}$, "
+                 rf"$\lambda_H={p.lam_H:g}$", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig

@@ -191,25 +191,53 @@ def solve_model2(H0: np.ndarray, p: UFM, H_init: np.ndarray | None = None,
 
 
 def flow(H0: np.ndarray, p: UFM, t_end: float, num: int = 200, rtol: float = 1e-10) -> dict[str, np.ndarray]:
-    """The gradient flow dH/dt = -Kn grad L(H) of eq. (4) from H0 (scipy's adaptive DOP853), with gNC1,
-    e^{2 lam_H t} tr Sigma_W and e^{2 lam_H t} tr Sigma_B at ``num`` times (Theorem 4.1)."""
+    """The gradient flow dH/dt = -Kn grad L(H) of eq. (4) from H0, with gNC1, e^{2 lam_H t} tr Sigma_W and
+    e^{2 lam_H t} tr Sigma_B at ``num`` times (Theorem 4.1).
+
+    Integrated (scipy's adaptive DOP853) in the variables of chapter 3's lemma: the class means M (d x K) and the
+    rescaled within-class part G = e^{lam_H t} H_w, which obey
+    dM/dt = C (Sigma_W + mu I) C M / K - lam_H M and dG/dt = -C Sigma~_B C G / K, with mu = lam_W/K and
+    C = (Sigma_W + Sigma~_B + mu I)^{-1}. The quantities of the theorem are then read without cancellation or
+    exponential amplification: e^{2 lam_H t} tr Sigma_W = ||G||^2/(Kn)."""
     H0 = check_features(H0, p, "H0")
+    d, K, n, N, mu = p.d, p.K, p.n, p.N, p.lam_W / p.K
+    M0 = H0.reshape(d, K, n).mean(2)
+    G0 = H0 - np.repeat(M0, n, axis=1)
+
+    def rhs(t, x):
+        M, G = x[:d * K].reshape(d, K), x[d * K:].reshape(d, N)
+        Sw = np.exp(-2 * p.lam_H * t) * (G @ G.T) / N
+        Sb = M @ M.T / K
+        C = np.linalg.inv(Sw + Sb + mu * np.eye(d))
+        dM = C @ (Sw + mu * np.eye(d)) @ C @ M / K - p.lam_H * M
+        dG = -C @ Sb @ C @ G / K
+        return np.concatenate([dM.ravel(), dG.ravel()])
+
     t = np.linspace(0, t_end, num)
-    sol = solve_ivp(lambda _, x: -central_path_gradient(x.reshape(H0.shape), p).ravel(), (0, t_end), H0.ravel(),
-                    method="DOP853", t_eval=t, rtol=rtol, atol=rtol * 1e-2)
+    sol = solve_ivp(rhs, (0, t_end), np.concatenate([M0.ravel(), G0.ravel()]), method="DOP853", t_eval=t,
+                    rtol=rtol, atol=1e-300)
     if not sol.success:
         raise RuntimeError(f"the flow integration failed: {sol.message}")
-    y = labels(p.K, p.n)
-    Hs = sol.y.T.reshape(len(t), *H0.shape)
-    tw = np.array([np.trace(metrics.within_class_covariance(H.T, y).numpy()) for H in Hs])
-    tb = np.array([_trace_between(H, p) for H in Hs])
-    grow = np.exp(2 * p.lam_H * t)
-    return {"t": t, "H": Hs, "gnc1": tw / tb, "trace_W": tw * grow, "trace_B": tb * grow}
+    Ms = sol.y[:d * K].T.reshape(num, d, K)
+    Gs = sol.y[d * K:].T.reshape(num, d, N)
+    Hs = np.repeat(Ms, n, axis=2) + np.exp(-p.lam_H * t)[:, None, None] * Gs
+    trace_W = np.sum(Gs ** 2, axis=(1, 2)) / N
+    trace_B = np.exp(2 * p.lam_H * t) * np.sum((Ms - Ms.mean(2, keepdims=True)) ** 2, axis=(1, 2)) / K
+    return {"t": t, "H": Hs, "gnc1": trace_W / trace_B, "trace_W": trace_W, "trace_B": trace_B}
 
 
-def _trace_between(H: np.ndarray, p: UFM) -> float:
-    means = H.reshape(p.d, p.K, p.n).mean(2)
-    return float(np.sum((means - means.mean(1, keepdims=True)) ** 2) / p.K)
+def layerwise(H0: np.ndarray, p: UFM, depth: int) -> list[np.ndarray]:
+    """H_0, H_1, ..., H_depth with H_{l+1} the minimiser of eq. (2) for the input H_l: one layer added at a time
+    on top of fixed ones (Sec. 4 after Corollary 4.2; the layer-wise training of Sec. 6)."""
+    Hs = [check_features(H0, p, "H0")]
+    for _ in range(depth):
+        Hs.append(solve_model2(Hs[-1], p)[1])
+    return Hs
+
+
+def gnc1(H: np.ndarray, p: UFM) -> float:
+    """gNC1 = tr Sigma_W / tr Sigma_B of eq. (3), through ncbook.metrics."""
+    return metrics.nc1_trace_ratio(H.T, labels(p.K, p.n))
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -284,3 +312,26 @@ def inter_block_singular_value(p: UFM) -> float:
 def spectrum_values(p: UFM) -> np.ndarray:
     """The dn eigenvalues of F_kk from :func:`intra_block_spectrum`, in decreasing order."""
     return np.sort(np.concatenate([[v] * m for v, m in intra_block_spectrum(p).values()]))[::-1]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Appendix C.2: how Lipschitz is H0 -> H? (erratum: the constant involves 1/lam_W)
+
+
+def curvature_lower_bound(p: UFM) -> float:
+    """lam_H - 1/lam_W: Kn hess L(H) >= (lam_H - 1/lam_W) I for every H, with equality at H = 0 (chapter 3)."""
+    return p.lam_H - 1 / p.lam_W
+
+
+def lipschitz_constant(p: UFM) -> float:
+    """The Lipschitz constant of H0 -> H (minimiser of eq. (2)): 1 / (1 - m/beta) with m = max(0, 1/lam_W - lam_H),
+    valid for beta > m (the corrected Theorem C.2)."""
+    m = max(0.0, -curvature_lower_bound(p))
+    if not p.beta > m:
+        raise ValueError(f"the bound needs beta > 1/lam_W - lam_H = {m:g}, got beta = {p.beta:g}")
+    return 1 / (1 - m / p.beta)
+
+
+def lipschitz_constant_as_extracted(p: UFM) -> float:
+    """The extracted Theorem C.2's constant 1/(1 - 11 lam_H/beta) (for beta > 11 lam_H), which does not hold."""
+    return 1 / (1 - 11 * p.lam_H / p.beta)

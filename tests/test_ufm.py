@@ -122,3 +122,16 @@ def test_bad_parameters_fail_clearly():
         ufm.solve_model2(np.zeros((4, 5)), p)
     with pytest.raises(ValueError, match="beta > 0"):
         ufm.solve_model2(np.zeros((4, 6)), ufm.UFM(3, 2, 4, 0.5, 0.5))
+
+
+def test_flow_in_lemma_variables_equals_the_gradient_flow():
+    from scipy.integrate import solve_ivp
+
+    p = ufm.UFM(3, 4, 5, 0.5, 0.3)
+    H0 = np.random.default_rng(4).normal(size=(p.d, p.N))
+    out = ufm.flow(H0, p, t_end=2.0, num=3)
+    direct = solve_ivp(lambda _, x: -ufm.central_path_gradient(x.reshape(H0.shape), p).ravel(), (0, 2.0),
+                       H0.ravel(), method="DOP853", rtol=1e-11, atol=1e-12, t_eval=[2.0])
+    np.testing.assert_allclose(out["H"][-1], direct.y[:, -1].reshape(H0.shape), atol=1e-8)
+    y = ufm.labels(p.K, p.n)
+    assert out["gnc1"][-1] == pytest.approx(metrics.nc1_trace_ratio(out["H"][-1].T, y), rel=1e-8)
