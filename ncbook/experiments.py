@@ -208,6 +208,78 @@ def history_at(result: dict[str, np.ndarray], *index: int) -> History:
                    layers={name: v.tolist() for name, v in layers.items()})
 
 
+BOUND_FIELDS = ("eps1", "eps2", "r", "psi", "kappa_linear", "kappa_WL", "nc1", "nc2", "nc3", "bound_nc1",
+                "bound_kappa_WL", "bound_kappa_WL_fixed", "bound_nc2", "bound_nc3", "lemma_c2_gap", "lemma_c2_bound")
+"""The quantities of Theorem 3.1 and Lemma C.2 that :func:`run_head_bounds` stores for every trained network."""
+
+
+@dataclass(frozen=True)
+class HeadBounds:
+    """Part III's trained networks: ReLU layers ``relu_widths`` and a linear head of L2 layers (every L2 in
+    ``depths``), trained for every weight decay by full-batch GD on the square loss in float64 (lr dropped ten-fold
+    at 80%), then measured against Theorem 3.1 (Jacot et al.)."""
+
+    depths: tuple[int, ...] = (2, 3, 4, 5)
+    weight_decays: tuple[float, ...] = (1e-3, 3e-3, 1e-2)
+    dataset: str = "mnist5k"
+    per_class: int = 50
+    relu_widths: tuple[int, ...] = (64, 64)
+    head_width: int = 32
+    steps: int = 3000
+    lr: float = 0.2
+    lr_drops: tuple[float, ...] = (0.8,)
+    record_every: int = 100
+    seed: int = 0
+
+    def __post_init__(self):
+        if not self.depths or min(self.depths) < 2:
+            raise ValueError(f"Theorem 3.1 needs linear heads of at least 2 layers, got depths {self.depths}")
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        return (self.seed,)
+
+
+def run_head_bounds(cfg: HeadBounds, device: str = "cpu", progress: bool = True,
+                    checkpoint: Path | None = None) -> dict[str, np.ndarray]:
+    """Train every (depth, weight decay) network and evaluate Theorem 3.1 on it: arrays [depth, weight decay] for
+    each of :data:`BOUND_FIELDS`, plus the training loss and error [depth, weight decay, record]."""
+    from . import bounds
+
+    X, y = load_data(cfg.dataset, cfg.per_class, 0, device, torch.float64)
+    out: dict[str, list] = {name: [] for name in (*BOUND_FIELDS, "loss", "train_error")}
+    for depth in cfg.depths:
+        widths = [X.shape[1], *cfg.relu_widths, *(cfg.head_width,) * (depth - 1), 10]
+        models = []
+        for _ in cfg.weight_decays:
+            torch.manual_seed(cfg.seed)
+            models.append(MLP(widths, len(cfg.relu_widths)).to(device=device, dtype=torch.float64))
+        ens = Ensemble(models)
+        cfgs = [TrainConfig(steps=cfg.steps, lr=cfg.lr, weight_decay=wd, lr_drops=cfg.lr_drops,
+                            record_every=cfg.record_every) for wd in cfg.weight_decays]
+        ckpt = None if checkpoint is None else checkpoint.with_suffix(f".L{depth}.pt")
+        hists = train_ensemble(ens, X, y, cfgs, seed=cfg.seed, checkpoint=ckpt,
+                               checkpoint_every=max(1, cfg.steps // 10), progress=progress)
+        rows = {name: [] for name in out}
+        for i, hist in enumerate(hists):
+            model = ens.model(i)
+            th = bounds.theorem_3_1(model, X, y)
+            gap, bound = bounds.lemma_c2(model.weights[len(cfg.relu_widths):])
+            values = {**{k: getattr(th, k) for k in BOUND_FIELDS[:-2]}, "lemma_c2_gap": gap, "lemma_c2_bound": bound}
+            for name in BOUND_FIELDS:
+                rows[name].append(values[name])
+            rows["loss"].append(hist.loss)
+            rows["train_error"].append(hist.train_error)
+        for name in out:
+            out[name].append(rows[name])
+        if ckpt is not None:
+            ckpt.unlink(missing_ok=True)
+    arrays = {name: np.array(v, dtype=np.float64) for name, v in out.items()}
+    arrays.update(depths=np.array(cfg.depths), weight_decays=np.array(cfg.weight_decays),
+                  steps=np.array(hists[0].steps))
+    return arrays
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # the registry
 
@@ -235,6 +307,7 @@ class Experiment:
 
 
 _TRAINING_MODULES = ("experiments", "train", "nets", "metrics", "data")
+_BOUNDS_MODULES = (*_TRAINING_MODULES, "bounds")
 
 EXPERIMENTS: dict[str, Experiment] = {
     "jacot_mlp": Experiment(
@@ -268,6 +341,21 @@ EXPERIMENTS: dict[str, Experiment] = {
         },
         modules=_TRAINING_MODULES,
         notes={"paper": "Not a figure of either paper: the same sweep on full MNIST with wide layers, for a GPU."},
+    ),
+    "jacot_bounds": Experiment(
+        name="jacot_bounds",
+        description="MLPs with linear heads of 2-5 layers, 3 weight decays, measured against Jacot et al. Thm 3.1",
+        run=run_head_bounds,
+        scales={
+            "tiny": HeadBounds(depths=(2, 3), weight_decays=(1e-3, 1e-2), dataset="digits", per_class=10,
+                               relu_widths=(16,), head_width=12, steps=30, record_every=10),
+            "cpu": HeadBounds(),
+            "paper": HeadBounds(depths=(2, 3, 4, 5, 6), dataset="mnist", per_class=None, relu_widths=(1024,) * 5,
+                                head_width=1024, steps=20_000, lr=0.05, record_every=1000),
+        },
+        modules=_BOUNDS_MODULES,
+        notes={"paper": "Jacot et al. Fig. 2 setting (5 non-linear layers, 1-5 linear) at width 1024, full batch; "
+                        "widths and optimiser are our assumptions."},
     ),
 }
 

@@ -3,13 +3,40 @@
 from __future__ import annotations
 
 import copy
+import math
 
 import torch
 from torch import nn
 
 
+class SmoothLeakyReLU(nn.Module):
+    """The smoothed leaky ReLU of Jacot et al. eq. (7), in closed form:
+    sigma(x) = gamma x + (1 - gamma) (x Phi(x/s) + s phi(x/s)) - (1 - gamma)^2 / (2 pi beta),
+    s = (1 - gamma)/(beta sqrt(2 pi)), i.e. the leaky ReLU max(gamma u, u) averaged over u ~ N(x, s^2),
+    shifted so that sigma(0) = 0.
+    sigma' = gamma + (1 - gamma) Phi(x/s) lies in [gamma, 1] and is beta-Lipschitz (Assumption 4.2)."""
+
+    def __init__(self, gamma: float = 0.1, beta: float = 1.0):
+        super().__init__()
+        if not 0 < gamma < 1 or not beta >= 1:
+            raise ValueError(f"Assumption 4.2 needs 0 < gamma < 1 and beta >= 1, got gamma={gamma}, beta={beta}")
+        self.gamma, self.beta = gamma, beta
+        self.s = (1 - gamma) / (beta * math.sqrt(2 * math.pi))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        g, s = self.gamma, self.s
+        u = x / s
+        Phi = 0.5 * torch.special.erfc(-u / math.sqrt(2))
+        phi = torch.exp(-0.5 * u * u) / math.sqrt(2 * math.pi)
+        return g * x + (1 - g) * (x * Phi + s * phi) - (1 - g) ** 2 / (2 * math.pi * self.beta)
+
+    def extra_repr(self) -> str:
+        return f"gamma={self.gamma}, beta={self.beta}"
+
+
 class MLP(nn.Module):
-    """x -> [Linear -> ReLU] x L1 -> [Linear] x L2; ``forward_features`` returns every layer's output.
+    """x -> [Linear -> activation] x L1 -> [Linear] x L2; ``forward_features`` returns every layer's output.
+    The activation is the ReLU unless another module is given (e.g. :class:`SmoothLeakyReLU`).
 
     Bias-free by default (as in Jacot et al.); ``bias`` adds biases to every layer, ``last_bias`` to the last only
     (the cross-entropy setting of Tirer et al. Sec. 6).
@@ -18,7 +45,8 @@ class MLP(nn.Module):
     The first ``num_nonlinear`` (L1) layers are followed by ReLU, the remaining L2 = L - L1 layers are linear.
     """
 
-    def __init__(self, widths: list[int], num_nonlinear: int, bias: bool = False, last_bias: bool = False):
+    def __init__(self, widths: list[int], num_nonlinear: int, bias: bool = False, last_bias: bool = False,
+                 activation: nn.Module | None = None):
         super().__init__()
         L = len(widths) - 1
         if L < 1 or any(w < 1 for w in widths):
@@ -27,6 +55,7 @@ class MLP(nn.Module):
             raise ValueError(f"num_nonlinear (L1) must be between 0 and L-1 = {L - 1} so the last layer is linear; "
                              f"got {num_nonlinear}")
         self.num_nonlinear = num_nonlinear
+        self.activation = activation if activation is not None else nn.ReLU()
         # drawn in float32 whatever torch's default dtype, so that a seed gives the same network everywhere
         # (cast afterwards, e.g. with .double())
         self.layers = nn.ModuleList(nn.Linear(a, b, bias=bias or (last_bias and i == L - 1), dtype=torch.float32)
@@ -38,7 +67,7 @@ class MLP(nn.Module):
         for i, layer in enumerate(self.layers):
             x = layer(x)
             if i < self.num_nonlinear:
-                x = torch.relu(x)
+                x = self.activation(x)
             out.append(x)
         return out
 
@@ -88,7 +117,7 @@ class Ensemble:
             if b is not None:
                 h = h + b.unsqueeze(2)
             if i < self.num_nonlinear:
-                h = torch.relu(h)
+                h = self.template.activation(h)
             out.append(h.transpose(1, 2))
         return out
 

@@ -1,0 +1,262 @@
+"""The bounds of Jacot, Súkeník, Wang & Mondelli (2025): Theorem 3.1 (balancedness and interpolation imply
+collapse), Lemma C.2, Proposition 5.1, Theorem 5.2 and Proposition 5.3, as functions of a network and its data.
+
+Layout: the paper writes features as Z_l (n_l x N) and weights as W_l (n_l x n_{l-1}); ncbook's networks return
+features as (N, n_l) rows, so Z_l below is ``features[l].T``. Everything is computed in float64.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+
+import torch
+
+from . import metrics
+from .nets import MLP
+from .train import one_hot_targets
+
+
+def op_norm(A: torch.Tensor) -> float:
+    """Largest singular value."""
+    return float(torch.linalg.matrix_norm(A.detach().double(), ord=2))
+
+
+def kappa(A: torch.Tensor, rank: int | None = None) -> float:
+    """s_1(A) / s_k(A), the ratio of the largest to the k-th singular value, k = rank (default: min dimension)."""
+    s = torch.linalg.svdvals(A.detach().double())
+    k = rank or min(A.shape)
+    if k > len(s) or float(s[k - 1]) == 0:
+        return math.inf
+    return float(s[0] / s[k - 1])
+
+
+def product(weights: list[torch.Tensor]) -> torch.Tensor:
+    """W_{m:l} = W_m ... W_l for weights = [W_l, ..., W_m]."""
+    P = weights[0].double()
+    for W in weights[1:]:
+        P = W.double() @ P
+    return P
+
+
+def balancedness_gap(W_next: torch.Tensor, W: torch.Tensor) -> float:
+    """||W_{l+1}^T W_{l+1} - W_l W_l^T||_op, the quantity epsilon_2 bounds (Thm 3.1)."""
+    return op_norm(W_next.double().T @ W_next.double() - W.double() @ W.double().T)
+
+
+@dataclass(frozen=True)
+class Theorem31:
+    """Every quantity of Theorem 3.1 for one network: the hypotheses (eps1, eps2, r, ...), the right-hand sides
+    of (2)-(5) (``inf`` or ``-inf`` where the theorem says nothing) and the measured NC metrics of Z_{L-1}."""
+
+    eps1: float
+    eps2: float
+    r: float
+    s_K_Y: float
+    N: int
+    K: int
+    n_last: int
+    L2: int
+    X_op: float
+    Z_L1_op: float
+    r_nonlinear: float
+    psi: float
+    kappa_linear: float       # kappa(W_{L:L1+1}), used as c3
+    kappa_WL: float
+    nc1: float
+    nc2: float
+    nc3: float
+    bound_nc1: float          # (2)
+    bound_kappa_WL: float     # (3), with the paper's ||X||_op r^{L1}
+    bound_kappa_WL_fixed: float   # (3) with ||Z_{L1}||_op in place of ||X||_op r^{L1} (chapter 5)
+    bound_nc2: float          # (4), with the measured kappa(W_L)
+    bound_nc3: float          # (5), with the measured kappa(W_L)
+
+    @property
+    def conditions_hold(self) -> bool:
+        """eps1 <= min(s_K(Y), sqrt((K-1)N/(4K))), the theorem's restriction."""
+        return self.eps1 <= min(self.s_K_Y, math.sqrt((self.K - 1) * self.N / (4 * self.K)))
+
+
+def psi(eps1: float, eps2: float, r: float, s_K_Y: float, n_last: int) -> float:
+    """Psi(eps1, eps2, r) = r (eps1 / (s_K(Y) - eps1) + sqrt(n_{L-1} eps2)) (Thm 3.1)."""
+    return r * (eps1 / (s_K_Y - eps1) + math.sqrt(n_last * eps2))
+
+
+def nc1_bound(eps1, eps2, r, s_K_Y, n_last, N, K) -> float:
+    """Right-hand side of (2): (r^2/N) Psi^2 / (sqrt((K-1)/K) - 2 eps1/sqrt(N))^2 (inf outside its conditions)."""
+    if eps1 > min(s_K_Y, math.sqrt((K - 1) * N / (4 * K))):
+        return math.inf
+    p = psi(eps1, eps2, r, s_K_Y, n_last)
+    return r ** 2 / N * p ** 2 / (math.sqrt((K - 1) / K) - 2 * eps1 / math.sqrt(N)) ** 2
+
+
+def kappa_bound(c3: float, eps1, eps2, r, s_K_Y, L2: int, scale: float) -> float:
+    """Right-hand side of (3): c3^{1/L2} (1+e)^{1/L2} + c3^{1/L2 - 1} e, with
+    e = delta / ((s_K(Y) - eps1)^2 / scale^2 - delta), delta = (L2^2/2) r^{2(L2-1)} eps2, where ``scale`` bounds
+    ||Z_{L1}||_op (the paper uses ||X||_op r^{L1}). inf where the denominator is not positive."""
+    delta = L2 ** 2 / 2 * r ** (2 * (L2 - 1)) * eps2
+    den = (s_K_Y - eps1) ** 2 / scale ** 2 - delta
+    if den <= 0:
+        return math.inf
+    e = delta / den
+    return c3 ** (1 / L2) * (1 + e) ** (1 / L2) + c3 ** (1 / L2 - 1) * e
+
+
+def nc2_bound(kappa_WL: float, r: float, p: float, s_K_Y: float) -> float:
+    """Right-hand side of (4): (kappa(W_L) + r Psi / s_K(Y)) / (1 - r Psi / s_K(Y)) (inf when r Psi >= s_K(Y))."""
+    t = r * p / s_K_Y
+    return math.inf if t >= 1 else (kappa_WL + t) / (1 - t)
+
+
+def nc3_bound(kappa_WL: float, r: float, p: float, eps1: float, N: int, K: int) -> float:
+    """Right-hand side of (5): ((sqrt N - eps1)^2 + N kappa^-2 - (r Psi + sqrt K (kappa^2 - 1))^2)
+    / (2 N kappa (1 + eps1))."""
+    k = kappa_WL
+    return (((math.sqrt(N) - eps1) ** 2 + N / k ** 2 - (r * p + math.sqrt(K) * (k ** 2 - 1)) ** 2)
+            / (2 * N * k * (1 + eps1)))
+
+
+def theorem_3_1(model: MLP, X: torch.Tensor, labels: torch.Tensor) -> Theorem31:
+    """Measure the hypotheses of Theorem 3.1 on a trained network and evaluate its bounds (2)-(5)."""
+    L, L1 = len(model.layers), model.num_nonlinear
+    L2 = L - L1
+    if L2 < 2:
+        raise ValueError(f"Theorem 3.1 needs at least two linear layers (L2 >= 2), got L2 = {L2}")
+    with torch.no_grad():
+        feats = list(copy.deepcopy(model).double().forward_features(X.double()))
+    W = [w.detach().double() for w in model.weights]
+    K = W[-1].shape[0]
+    Y = one_hot_targets(labels, K, torch.float64).T                 # K x N
+    N = Y.shape[1]
+    Z = [X.double().T] + [f.T for f in feats]                        # Z[l] = Z_l, n_l x N
+    eps1 = float(torch.linalg.matrix_norm(Z[L] - Y))
+    eps2 = max(balancedness_gap(W[i + 1], W[i]) for i in range(L1, L - 1))
+    r = max(op_norm(Z[L - 2]), op_norm(Z[L - 1]), *(op_norm(W[i]) for i in range(L1, L)))
+    s_K_Y = float(torch.linalg.svdvals(Y)[K - 1])
+    n_last = W[-1].shape[1]
+    X_op = op_norm(Z[0])
+    Z_L1_op = op_norm(Z[L1])
+    r_nonlin = max([op_norm(W[i]) for i in range(L1)], default=0.0)
+    p = psi(eps1, eps2, r, s_K_Y, n_last) if eps1 < s_K_Y else math.inf
+    c3 = kappa(product(W[L1:]), K)
+    k_WL = kappa(W[-1], K)
+    nc1 = metrics.nc1_trace_ratio(feats[L - 2], labels)
+    nc2 = metrics.nc2_condition_number(feats[L - 2], labels)
+    nc3 = metrics.nc3_cosine(feats[L - 2], labels, W[-1])
+    return Theorem31(
+        eps1=eps1, eps2=eps2, r=r, s_K_Y=s_K_Y, N=N, K=K, n_last=n_last, L2=L2, X_op=X_op, Z_L1_op=Z_L1_op,
+        r_nonlinear=r_nonlin, psi=p, kappa_linear=c3, kappa_WL=k_WL, nc1=nc1, nc2=nc2, nc3=nc3,
+        bound_nc1=nc1_bound(eps1, eps2, r, s_K_Y, n_last, N, K),
+        bound_kappa_WL=kappa_bound(c3, eps1, eps2, r, s_K_Y, L2, X_op * r ** L1),
+        bound_kappa_WL_fixed=kappa_bound(c3, eps1, eps2, r, s_K_Y, L2, Z_L1_op),
+        bound_nc2=nc2_bound(k_WL, r, p, s_K_Y) if math.isfinite(p) else math.inf,
+        bound_nc3=nc3_bound(k_WL, r, p, eps1, N, K) if math.isfinite(p) else -math.inf,
+    )
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Lemma C.2 and Section 5
+
+
+def lemma_c2(linear_weights: list[torch.Tensor]) -> tuple[float, float]:
+    """(||(W_L W_L^T)^{L2} - W_{L:L1+1} W_{L:L1+1}^T||_op, its bound (L2^2/2) eps2 r^{2(L2-1)}) for the linear
+    layers [W_{L1+1}, ..., W_L] (Lemma C.2)."""
+    Ws = [w.double() for w in linear_weights]
+    L2 = len(Ws)
+    P = product(Ws)
+    WL = Ws[-1]
+    gap = op_norm(torch.linalg.matrix_power(WL @ WL.T, L2) - P @ P.T)
+    eps2 = max((balancedness_gap(Ws[i + 1], Ws[i]) for i in range(L2 - 1)), default=0.0)
+    r = max(op_norm(W) for W in Ws)
+    return gap, L2 ** 2 / 2 * eps2 * r ** (2 * (L2 - 1))
+
+
+def balanced_chain(P: torch.Tensor, L2: int, width: int | None = None, seed: int = 0) -> list[torch.Tensor]:
+    """L2 exactly balanced matrices (W_{l+1}^T W_{l+1} = W_l W_l^T) whose product is P (K x n): with the reduced
+    SVD P = U S V^T, W_1 = Q_1 S^{1/L2} V^T, W_l = Q_l S^{1/L2} Q_{l-1}^T, W_L2 = U S^{1/L2} Q_{L2-1}^T for random
+    Q_l (width x K) with orthonormal columns."""
+    P = P.double()
+    K = P.shape[0]
+    width = width or K
+    U, S, Vt = torch.linalg.svd(P, full_matrices=False)
+    root = torch.diag(S ** (1 / L2))
+    g = torch.Generator().manual_seed(seed)
+    Qs = [torch.linalg.qr(torch.randn(width, K, generator=g, dtype=torch.float64))[0] for _ in range(L2 - 1)]
+    if L2 == 1:
+        return [P]
+    chain = [Qs[0] @ root @ Vt]
+    chain += [Qs[i] @ root @ Qs[i - 1].T for i in range(1, L2 - 1)]
+    chain.append(U @ root @ Qs[-1].T)
+    return chain
+
+
+def prop_5_1_bound(c: float, L1: int, K: int, s_K_Y: float, eps1: float, X_op: float) -> float:
+    """Right-hand side of (17): kappa(W_{L:L1+1}) <= exp((c + L1 K log K - 2 K log((s_K(Y) - eps1)/||X||_op))/2)."""
+    return math.exp(0.5 * (c + L1 * K * math.log(K) - 2 * K * math.log((s_K_Y - eps1) / X_op)))
+
+
+def thm_5_2_bounds(c: float, L1: int, L2: int, K: int, s_K_Y: float, eps1: float, X_op: float) -> dict[str, float]:
+    """(18) at a global minimiser: the bound on kappa(W_{L:L1+1}), and on kappa(W_L) with the exponent 1/L2 that
+    balancedness gives (chapter 7) and with the paper's 1/L1."""
+    linear = (X_op / (s_K_Y - eps1)) ** K * math.exp(0.5 * (c - L1 * K + L1 * K * math.log(K)))
+    return {"kappa_linear": linear, "kappa_WL": linear ** (1 / L2), "kappa_WL_as_printed": linear ** (1 / L1)}
+
+
+def ntk_op_norm(model: MLP, X: torch.Tensor) -> float:
+    """||Theta||_op for the NTK Theta = J J^T of the outputs (NK x NK), J the Jacobian of vec(Z_L) in the weights
+    (torch.func; for small networks)."""
+    from torch.func import functional_call, jacrev
+
+    net = copy.deepcopy(model).double()
+    params = {k: v.detach() for k, v in net.named_parameters()}
+    Xd = X.double()
+
+    def out(p):
+        return functional_call(net, p, (Xd,)).reshape(-1)
+
+    J = jacrev(out)(params)
+    Jm = torch.cat([j.reshape(j.shape[0], -1) for j in J.values()], dim=1)
+    return float(torch.linalg.matrix_norm(Jm, ord=2) ** 2)
+
+
+def ntk_lower_bound(s_K_Y: float, eps1: float, K: int, r: float, L2: int) -> float:
+    """Right-hand side of (20): (s_K(Y) - eps1)^2 L2 / (K^2 r^2)."""
+    return (s_K_Y - eps1) ** 2 * L2 / (K ** 2 * r ** 2)
+
+
+def top_hessian_eigenvalue(loss_fn, params: list[torch.Tensor], iters: int = 100, seed: int = 0) -> float:
+    """Largest eigenvalue of the Hessian of ``loss_fn(params)`` by power iteration on Hessian-vector products
+    (double backward); for the edge-of-stability comparison with 2/eta (Sec. 5.2)."""
+    g = torch.Generator().manual_seed(seed)
+    v = [torch.randn(p.shape, generator=g, dtype=p.dtype) for p in params]
+    lam = 0.0
+    for _ in range(iters):
+        norm = torch.sqrt(sum((x * x).sum() for x in v))
+        v = [x / norm for x in v]
+        grads = torch.autograd.grad(loss_fn(params), params, create_graph=True)
+        Hv = torch.autograd.grad(grads, params, grad_outputs=v)
+        lam = float(sum((h * x).sum() for h, x in zip(Hv, v)))
+        v = [h.detach() for h in Hv]
+    return lam
+
+
+def interpolating_network(X: torch.Tensor, labels: torch.Tensor, width: int, head_width: int, L2: int,
+                          noise: float = 0.0, seed: int = 0, activation: torch.nn.Module | None = None) -> MLP:
+    """A network of Theorem 3.1's kind built by hand: one random non-linear layer of ``width`` units, then L2
+    exactly balanced linear layers whose product P maps the hidden features to the one-hot targets
+    (P = Y Z_1^+, plus ``noise`` times a random matrix, which sets the interpolation error eps1)."""
+    K = int(labels.max()) + 1
+    g = torch.Generator().manual_seed(seed)
+    Xd = X.double()
+    model = MLP([X.shape[1], width, *(head_width,) * (L2 - 1), K], 1, activation=activation).double()
+    with torch.no_grad():
+        model.layers[0].weight.copy_(torch.randn(width, X.shape[1], generator=g, dtype=torch.float64)
+                                     / math.sqrt(X.shape[1]))
+        Z1 = model.activation(model.layers[0](Xd)).T                                  # width x N
+        Y = one_hot_targets(labels, K, torch.float64).T
+        P = Y @ torch.linalg.pinv(Z1) + noise * torch.randn(K, width, generator=g, dtype=torch.float64)
+        for layer, W in zip(model.layers[1:], balanced_chain(P, L2, head_width, seed)):
+            layer.weight.copy_(W)
+    return model
