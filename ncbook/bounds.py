@@ -71,7 +71,8 @@ class Theorem31:
     bound_kappa_WL: float     # (3), with the paper's ||X||_op r^{L1}
     bound_kappa_WL_fixed: float   # (3) with ||Z_{L1}||_op in place of ||X||_op r^{L1} (chapter 5)
     bound_nc2: float          # (4), with the measured kappa(W_L)
-    bound_nc3: float          # (5), with the measured kappa(W_L)
+    bound_nc3: float          # (5) corrected (sqrt N instead of sqrt K), with the measured kappa(W_L)
+    bound_nc3_as_printed: float   # (5) as printed
 
     @property
     def conditions_hold(self) -> bool:
@@ -110,12 +111,13 @@ def nc2_bound(kappa_WL: float, r: float, p: float, s_K_Y: float) -> float:
     return math.inf if t >= 1 else (kappa_WL + t) / (1 - t)
 
 
-def nc3_bound(kappa_WL: float, r: float, p: float, eps1: float, N: int, K: int) -> float:
-    """Right-hand side of (5): ((sqrt N - eps1)^2 + N kappa^-2 - (r Psi + sqrt K (kappa^2 - 1))^2)
-    / (2 N kappa (1 + eps1))."""
+def nc3_bound(kappa_WL: float, r: float, p: float, eps1: float, N: int, K: int, as_printed: bool = False) -> float:
+    """Right-hand side of (5), ((sqrt N - eps1)^2 + N kappa^-2 - (r Psi + t)^2) / (2 N kappa (1 + eps1)), with the
+    corrected t = sqrt(N) (kappa - 1/kappa) >= ||(W'^+ - W'^T) Y||_F (chapter 5), or with the paper's
+    t = sqrt(K) (kappa^2 - 1) (``as_printed``), whose derivation drops a factor sqrt(n)."""
     k = kappa_WL
-    return (((math.sqrt(N) - eps1) ** 2 + N / k ** 2 - (r * p + math.sqrt(K) * (k ** 2 - 1)) ** 2)
-            / (2 * N * k * (1 + eps1)))
+    t = math.sqrt(K) * (k ** 2 - 1) if as_printed else math.sqrt(N) * (k - 1 / k)
+    return ((math.sqrt(N) - eps1) ** 2 + N / k ** 2 - (r * p + t) ** 2) / (2 * N * k * (1 + eps1))
 
 
 def theorem_3_1(model: MLP, X: torch.Tensor, labels: torch.Tensor) -> Theorem31:
@@ -153,6 +155,7 @@ def theorem_3_1(model: MLP, X: torch.Tensor, labels: torch.Tensor) -> Theorem31:
         bound_kappa_WL_fixed=kappa_bound(c3, eps1, eps2, r, s_K_Y, L2, Z_L1_op),
         bound_nc2=nc2_bound(k_WL, r, p, s_K_Y) if math.isfinite(p) else math.inf,
         bound_nc3=nc3_bound(k_WL, r, p, eps1, N, K) if math.isfinite(p) else -math.inf,
+        bound_nc3_as_printed=nc3_bound(k_WL, r, p, eps1, N, K, as_printed=True) if math.isfinite(p) else -math.inf,
     )
 
 

@@ -209,7 +209,8 @@ def history_at(result: dict[str, np.ndarray], *index: int) -> History:
 
 
 BOUND_FIELDS = ("eps1", "eps2", "r", "psi", "kappa_linear", "kappa_WL", "nc1", "nc2", "nc3", "bound_nc1",
-                "bound_kappa_WL", "bound_kappa_WL_fixed", "bound_nc2", "bound_nc3", "lemma_c2_gap", "lemma_c2_bound")
+                "bound_kappa_WL", "bound_kappa_WL_fixed", "bound_nc2", "bound_nc3", "bound_nc3_as_printed",
+                "Z_L1_op", "X_op", "lemma_c2_gap", "lemma_c2_bound")
 """The quantities of Theorem 3.1 and Lemma C.2 that :func:`run_head_bounds` stores for every trained network."""
 
 
@@ -278,6 +279,92 @@ def run_head_bounds(cfg: HeadBounds, device: str = "cpu", progress: bool = True,
     arrays.update(depths=np.array(cfg.depths), weight_decays=np.array(cfg.weight_decays),
                   steps=np.array(hists[0].steps))
     return arrays
+
+
+@dataclass(frozen=True)
+class GDPhases:
+    """Chapter 6: GD on C_lambda (summed square loss, Jacot et al. Sec. 4) for a network of Assumptions 4.1-4.2 (a
+    first layer at least as wide as the data set, pyramidal after, the smoothed leaky ReLU of eq. (7)), for every
+    (learning rate, weight decay)."""
+
+    widths: tuple[int, ...] = (64, 128, 64, 32, 32, 10)
+    num_nonlinear: int = 2
+    gamma: float = 0.1
+    beta: float = 1.0
+    per_class: int = 10
+    lrs: tuple[float, ...] = (0.005, 0.01)
+    weight_decays: tuple[float, ...] = (0.02, 0.05, 0.1)
+    steps: int = 8000
+    every: int = 50
+    seed: int = 0
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        return (self.seed,)
+
+
+def run_gd_phases(cfg: GDPhases, device: str = "cpu", progress: bool = True,
+                  checkpoint: Path | None = None) -> dict[str, np.ndarray]:
+    """Arrays [lr, weight decay, record] (losses, ||grad C_0||^2) and [lr, weight decay, record, pair]
+    (balancedness of each pair of linear layers), plus the largest recursion residual."""
+    from .nets import SmoothLeakyReLU
+    from .stability import gd_phases
+
+    X, y = load_data("digits", cfg.per_class, 0, device, torch.float64)
+    X = X / 16                                                   # pixels in [0, 1]
+    runs = []
+    for lr in cfg.lrs:
+        row = []
+        for wd in cfg.weight_decays:
+            torch.manual_seed(cfg.seed)
+            model = MLP(list(cfg.widths), cfg.num_nonlinear, activation=SmoothLeakyReLU(cfg.gamma, cfg.beta)).double()
+            row.append(gd_phases(model, X, y, lr, wd, cfg.steps, cfg.every, progress))
+        runs.append(row)
+    out = {name: np.array([[r[name] for r in row] for row in runs]) for name in runs[0][0] if name != "step"}
+    out.update(step=runs[0][0]["step"], lrs=np.array(cfg.lrs), weight_decays=np.array(cfg.weight_decays))
+    return out
+
+
+@dataclass(frozen=True)
+class EdgeOfStability:
+    """Chapter 7: full-batch GD at large learning rates on a small MLP with a linear head, tracking the top
+    eigenvalue of the Hessian of C_lambda (Cohen et al. 2021; Jacot et al. Sec. 5.2)."""
+
+    widths: tuple[int, ...] = (64, 64, 32, 32, 32, 10)
+    num_nonlinear: int = 2
+    per_class: int = 10
+    lrs: tuple[float, ...] = (0.02, 0.05, 0.1)
+    weight_decay: float = 1e-3
+    steps: int = 3000
+    every: int = 100
+    power_iters: int = 30
+    seed: int = 0
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        return (self.seed,)
+
+
+def run_edge_of_stability(cfg: EdgeOfStability, device: str = "cpu", progress: bool = True,
+                          checkpoint: Path | None = None) -> dict[str, np.ndarray]:
+    """Arrays [lr, step] (loss), [lr, record] (sharpness), and for each run the final kappa of the products
+    W_{L:l} of the linear head, [lr, l]."""
+    from . import bounds
+    from .stability import gd_with_sharpness
+
+    X, y = load_data("digits", cfg.per_class, 0, device, torch.float64)
+    X = X / 16
+    loss, sharp, kappas = [], [], []
+    for lr in cfg.lrs:
+        torch.manual_seed(cfg.seed)
+        model = MLP(list(cfg.widths), cfg.num_nonlinear).double()
+        out = gd_with_sharpness(model, X, y, lr, cfg.weight_decay, cfg.steps, cfg.every, cfg.power_iters, progress)
+        loss.append(out["loss"])
+        sharp.append(out["sharpness"])
+        W = out["weights"]
+        kappas.append([bounds.kappa(bounds.product(W[i:]), 10) for i in range(cfg.num_nonlinear, len(W))])
+    return {"lrs": np.array(cfg.lrs), "loss": np.array(loss), "sharpness": np.array(sharp),
+            "sharpness_steps": np.arange(0, cfg.steps + 1, cfg.every), "kappa_tail": np.array(kappas)}
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -356,6 +443,32 @@ EXPERIMENTS: dict[str, Experiment] = {
         modules=_BOUNDS_MODULES,
         notes={"paper": "Jacot et al. Fig. 2 setting (5 non-linear layers, 1-5 linear) at width 1024, full batch; "
                         "widths and optimiser are our assumptions."},
+    ),
+    "jacot_phases": Experiment(
+        name="jacot_phases",
+        description="GD with weight decay on a pyramidal smoothed-leaky-ReLU MLP: loss and balancedness (Thm 4.4)",
+        run=run_gd_phases,
+        scales={
+            "tiny": GDPhases(widths=(64, 40, 16, 12, 10), per_class=4, lrs=(0.01,), weight_decays=(0.05,), steps=40,
+                             every=10),
+            "cpu": GDPhases(),
+            "paper": GDPhases(per_class=None, widths=(64, 2048, 256, 128, 128, 10), steps=200_000, every=500),
+        },
+        modules=(*_TRAINING_MODULES, "stability"),
+        notes={"paper": "the paper has no such experiment; this is the full digits set with a wider first layer"},
+    ),
+    "edge_of_stability": Experiment(
+        name="edge_of_stability",
+        description="full-batch GD at three learning rates; top Hessian eigenvalue vs 2/lr (Sec. 5.2)",
+        run=run_edge_of_stability,
+        scales={
+            "tiny": EdgeOfStability(widths=(64, 16, 12, 12, 10), per_class=3, lrs=(0.05,), steps=20, every=10,
+                                    power_iters=5),
+            "cpu": EdgeOfStability(),
+            "paper": EdgeOfStability(per_class=None, widths=(64, 512, 256, 256, 256, 10), steps=20_000, every=500),
+        },
+        modules=(*_BOUNDS_MODULES, "stability"),
+        notes={"paper": "Jacot et al. discuss but do not run this; a larger version for a GPU"},
     ),
 }
 

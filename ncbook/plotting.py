@@ -193,3 +193,33 @@ def plot_intra_spectrum(p, ax=None) -> Figure:
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+
+def plot_bounds(result: dict, i: int, j: int) -> Figure:
+    """Theorem 3.1 on one trained network of a cached ``jacot_bounds`` result (depth index i, weight-decay index j):
+    each measured quantity next to the bound the theorem gives for it (or 'vacuous')."""
+    panels = [("NC1 = tr Σ_W / tr Σ_B", "nc1", "bound_nc1", "≤", True),
+              ("κ(W_L)", "kappa_WL", "bound_kappa_WL_fixed", "≤", True),
+              ("NC2 = κ(class means)", "nc2", "bound_nc2", "≤", True),
+              ("NC3 = mean cos", "nc3", "bound_nc3", "≥", False)]
+    fig, axes = plt.subplots(1, 4, figsize=(12, 2.9))
+    for ax, (title, m, b, rel, log) in zip(axes, panels):
+        measured, bound = float(result[m][i, j]), float(result[b][i, j])
+        vacuous = (not np.isfinite(bound)) or (m == "nc3" and bound <= -1) or (m != "nc3" and m != "nc1"
+                                                                             and bound > 1e6)
+        ax.bar([0], [measured], color="C0", width=0.6)
+        if not vacuous:
+            ax.bar([1], [bound], color="C3", width=0.6)
+        else:
+            ax.text(1, 0.5, "bound\nvacuous", ha="center", va="center", transform=ax.get_xaxis_transform(),
+                    color="C3", fontsize=8)
+        if log:
+            ax.set_yscale("log")
+        ax.set_xticks([0, 1], ["measured", f"bound ({rel})"])
+        ax.set_xlim(-0.6, 1.6)
+        ax.set_title(title, fontsize=9)
+    depth, lam = int(result["depths"][i]), float(result["weight_decays"][j])
+    fig.suptitle(f"L2 = {depth} linear layers, λ = {lam:g}:  ε1 = {result['eps1'][i, j]:.2g}, "
+                 f"ε2 = {result['eps2'][i, j]:.2g}, r = {result['r'][i, j]:.3g}", fontsize=10)
+    fig.tight_layout()
+    return fig
