@@ -223,3 +223,80 @@ def plot_bounds(result: dict, i: int, j: int) -> Figure:
                  f"ε2 = {result['eps2'][i, j]:.2g}, r = {result['r'][i, j]:.3g}", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def plot_head_conditioning(result: dict, j: int, L1: int) -> Figure:
+    """kappa(W_L) of trained networks against the L2-th root (balancedness) and the L1-th root (as printed in
+    Jacot et al. Thm 5.2) of kappa(W_{L:L1+1}), over the depth L2 of the head, for weight decay index j."""
+    depths = np.asarray(result["depths"])
+    kWL, kP = result["kappa_WL"][:, j], result["kappa_linear"][:, j]
+    fig, ax = plt.subplots(figsize=(6.5, 3.4))
+    ax.semilogy(depths, kWL, "o-", color="k", label=r"measured $\kappa(W_L)$")
+    ax.semilogy(depths, kP ** (1 / depths), "s--", color="C0", label=r"$\kappa(W_{L:L_1+1})^{1/L_2}$ (balanced)")
+    ax.semilogy(depths, kP ** (1 / L1), "^:", color="C3", label=r"$\kappa(W_{L:L_1+1})^{1/L_1}$ (as printed)")
+    ax.set_xlabel(r"linear layers $L_2$")
+    ax.set_xticks(depths)
+    ax.set_title(f"trained networks, L1 = {L1}, weight decay λ = {float(result['weight_decays'][j]):g}", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plot_sharpness(result: dict, i: int) -> Figure:
+    """The edge of stability: the loss and the top Hessian eigenvalue along GD at learning rate index i."""
+    lr = float(result["lrs"][i])
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.2))
+    a.semilogy(result["loss"][i], color="C0")
+    a.set_xlabel("GD step")
+    a.set_title(r"regularised loss $C_\lambda$", fontsize=9)
+    b.plot(result["sharpness_steps"], result["sharpness"][i], "o-", color="k", ms=3, label="sharpness")
+    b.axhline(2 / lr, color="C3", ls="--", label=r"$2/\eta$")
+    b.set_xlabel("GD step")
+    b.set_title(rf"top Hessian eigenvalue, $\eta={lr:g}$", fontsize=9)
+    b.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plot_gd_phases(result: dict, i: int, j: int) -> Figure:
+    """Jacot et al. Thm 4.4's two phases for learning-rate index i and weight-decay index j: the regularised loss,
+    and the balancedness of the linear layers against the (1 - eta lambda)^{2k} decay."""
+    lr, lam = float(result["lrs"][i]), float(result["weight_decays"][j])
+    steps = result["step"]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.2))
+    a.semilogy(steps, result["loss"][i, j], color="C0", label=r"$C_\lambda$")
+    a.semilogy(steps, result["loss0"][i, j], color="C2", ls="--", label=r"$C_0=\frac12\|Z_L-Y\|^2$")
+    a.set_xlabel("GD step")
+    a.legend(fontsize=7)
+    a.set_title("phase 1: the loss falls", fontsize=9)
+    bal = result["balance"][i, j]
+    for p in range(bal.shape[1]):
+        b.semilogy(steps, bal[:, p], label=f"layers {p + 1}, {p + 2} of the head")
+    ref = bal[len(steps) // 2, 0] * (1 - lr * lam) ** (2 * (steps - steps[len(steps) // 2]))
+    b.semilogy(steps, ref, "k:", label=r"$(1-\eta\lambda)^{2k}$")
+    b.set_xlabel("GD step")
+    b.set_title(rf"phase 2: balancedness, $\eta={lr:g}$, $\lambda={lam:g}$", fontsize=9)
+    b.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plot_activation(params: list[tuple[float, float]]) -> Figure:
+    """The smoothed leaky ReLU of Jacot et al. eq. (7) for several (gamma, beta), with the ReLU."""
+    from .nets import SmoothLeakyReLU
+
+    x = torch.linspace(-2, 2, 401, dtype=torch.float64)
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3))
+    a.plot(x, torch.relu(x), color="0.6", lw=3, label="ReLU")
+    for g, beta in params:
+        act = SmoothLeakyReLU(g, beta)
+        xg = x.clone().requires_grad_(True)
+        y = act(xg)
+        d, = torch.autograd.grad(y.sum(), xg)
+        a.plot(x, y.detach(), label=rf"$\gamma={g:g}$, $\beta={beta:g}$")
+        b.plot(x, d, label=rf"$\gamma={g:g}$, $\beta={beta:g}$")
+    a.set_title(r"$\sigma(x)$, eq. (7)", fontsize=9)
+    b.set_title(r"$\sigma'(x)\in[\gamma,1]$", fontsize=9)
+    a.legend(fontsize=7)
+    fig.tight_layout()
+    return fig

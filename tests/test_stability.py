@@ -1,0 +1,39 @@
+"""Training dynamics of Jacot et al. Secs. 4 and 5.2: the one-step balancing recursion, the sharpness tracker,
+and clear failures."""
+
+import pytest
+import torch
+
+from ncbook import data, stability
+from ncbook.nets import MLP, SmoothLeakyReLU
+
+
+@pytest.fixture(scope="module")
+def digits40():
+    X, y = data.digits(dtype=torch.float64)
+    idx = torch.as_tensor(data.balanced_subset(y.numpy(), 4, 0))
+    return X[idx] / 16, y[idx]
+
+
+def test_balancing_recursion_is_exact_and_loss_decreases(digits40):
+    X, y = digits40
+    torch.manual_seed(0)
+    model = MLP([64, 40, 16, 12, 12, 10], 2, activation=SmoothLeakyReLU(0.1, 1.0))
+    out = stability.gd_phases(model, X, y, lr=0.01, weight_decay=0.05, steps=200, every=10, progress=False)
+    assert float(out["recursion_residual"]) < 1e-12
+    assert out["loss"][-1] < 0.95 * out["loss"][0]
+    assert out["balance"].shape == (21, 2)
+
+
+def test_sharpness_is_tracked_and_divergence_is_reported(digits40):
+    X, y = digits40
+    torch.manual_seed(0)
+    model = MLP([64, 16, 12, 10], 1)
+    out = stability.gd_with_sharpness(model, X, y, lr=0.01, weight_decay=1e-3, steps=40, every=20,
+                                      power_iters=10, progress=False)
+    assert out["sharpness"].shape == (3,) and (out["sharpness"] > 0).all()
+    linear = MLP([64, 16, 10], 0)                      # (a ReLU network would rather die than diverge)
+    with pytest.raises(FloatingPointError, match="diverged"):
+        stability.gd_with_sharpness(linear, X, y, lr=50.0, weight_decay=0.0, steps=200, every=1000, progress=False)
+    with pytest.raises(ValueError, match="lr > 0"):
+        stability.gd_with_sharpness(model, X, y, lr=-1.0, weight_decay=0.0, steps=10)
