@@ -333,7 +333,7 @@ class EdgeOfStability:
     widths: tuple[int, ...] = (64, 64, 32, 32, 32, 10)
     num_nonlinear: int = 2
     per_class: int = 10
-    lrs: tuple[float, ...] = (0.02, 0.05, 0.1)
+    lrs: tuple[float, ...] = (0.01, 0.02, 0.05)
     weight_decay: float = 1e-3
     steps: int = 3000
     every: int = 100
