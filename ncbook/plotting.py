@@ -265,7 +265,7 @@ def plot_gd_phases(result: dict, i: int, j: int) -> Figure:
     steps = result["step"]
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.2))
     a.semilogy(steps, result["loss"][i, j], color="C0", label=r"$C_\lambda$")
-    a.semilogy(steps, result["loss0"][i, j], color="C2", ls="--", label=r"$C_0=\frac12\|Z_L-Y\|^2$")
+    a.semilogy(steps, result["loss0"][i, j], color="C2", ls="--", label=r"$C_0=\frac{1}{2}\|Z_L-Y\|^2$")
     a.set_xlabel("GD step")
     a.legend(fontsize=7)
     a.set_title("phase 1: the loss falls", fontsize=9)
