@@ -300,3 +300,23 @@ def plot_activation(params: list[tuple[float, float]]) -> Figure:
     a.legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+
+def plot_head_depth(singular_values: dict, depth: int) -> Figure:
+    """Singular values of W_L (divided by the largest) for balanced heads of several depths L2 factorising the
+    same product, and kappa(W_L) against L2 (Jacot et al. Sec. 5: kappa(W_L) = kappa(W_{L:L1+1})^{1/L2})."""
+    depths = sorted(singular_values)
+    kappas = [s[0] / s[-1] for s in (singular_values[d] for d in depths)]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.2))
+    s = singular_values[depth]
+    a.bar(range(1, len(s) + 1), s / s[0], color="C0")
+    a.set_ylim(0, 1.05)
+    a.set_xlabel("k")
+    a.set_title(rf"$s_k(W_L)/s_1(W_L)$, $L_2={depth}$: $\kappa(W_L)={s[0] / s[-1]:.3f}$", fontsize=9)
+    b.plot(depths, kappas, "o-", color="k")
+    b.plot([depth], [s[0] / s[-1]], "o", color="C3", ms=9)
+    b.axhline(1, color="0.6", ls=":")
+    b.set_xlabel(r"linear layers $L_2$")
+    b.set_title(r"$\kappa(W_L)\to1$ as the head deepens", fontsize=9)
+    fig.tight_layout()
+    return fig
