@@ -164,8 +164,7 @@ def plot_layerwise(Hs: list, K: int, n: int, depth: int) -> Figure:
     a.set_xlim(-lim, lim)
     a.set_ylim(-lim, lim)
     a.set_aspect("equal")
-    p = ufm.UFM(K, n, H0.shape[0], 1.0, 0.0)           # only sizes matter for gNC1
-    g = [ufm.gnc1(H, p) for H in Hs]
+    g = [metrics.nc1_trace_ratio(H.T, ufm.labels(K, n)) for H in Hs]     # gNC1, eq. (3)
     b.semilogy(range(len(Hs)), g, "o-", color="k", ms=4)
     b.semilogy([depth], [g[depth]], "o", color="C3", ms=9)
     b.set_xlabel("layer")

@@ -86,9 +86,9 @@ def objective(W: np.ndarray, H: np.ndarray, p: UFM, H0: np.ndarray | None = None
 def collapse_norms(p: UFM) -> tuple[float, float]:
     """(rho, ||w_k||^2) of Theorem 2.2: ||h_k||^2 = rho = sqrt(lam_W/lam_H)(1 - sqrt c) and
     ||w_k||^2 = sqrt(lam_H/lam_W)(1 - sqrt c) when c < 1; (0, 0) when c >= 1."""
-    if p.c >= 1 or p.lam_H == 0:
-        if p.lam_H == 0:
-            raise ValueError("Theorem 2.2 needs lam_H > 0 (with lam_H = 0 the infimum is not attained)")
+    if p.lam_H == 0:
+        raise ValueError("Theorem 2.2 needs lam_H > 0 (with lam_H = 0 the infimum is not attained)")
+    if p.c >= 1:
         return 0.0, 0.0
     s = 1 - np.sqrt(p.c)
     return float(np.sqrt(p.lam_W / p.lam_H) * s), float(np.sqrt(p.lam_H / p.lam_W) * s)
