@@ -21,7 +21,7 @@ from dataclasses import fields
 from tqdm.auto import tqdm
 
 from . import cache
-from .experiments import EXPERIMENTS, get_experiment, regen_command, run_and_cache, verify
+from .runner import EXPERIMENTS, get_experiment, regen_command, run_and_cache, verify
 
 
 def resolve_device(device: str) -> str:

@@ -137,3 +137,22 @@ def load_dataset(name: str, root: str | Path, train: bool = True, download: bool
     if flatten:
         X = X.reshape(len(X), -1)
     return _to_tensors(X, y, device, dtype)
+
+
+def blur_classes(X: torch.Tensor, labels: torch.Tensor, classes: tuple[int, ...], size: int = 9,
+                 image_shape: tuple[int, int, int] = (1, 28, 28)) -> torch.Tensor:
+    """A copy of ``X`` with the images of ``classes`` blurred by a ``size`` x ``size`` uniform (box) kernel, edges
+    replicated (Tirer et al. App. E.2 blur digits 4 and 9 with a 9x9 kernel). ``X`` is (N, C, H, W) or flattened."""
+    if size < 1 or size % 2 == 0:
+        raise ValueError(f"the blur kernel size must be odd and >= 1, got {size}")
+    present = set(torch.unique(labels).tolist())
+    if not set(classes) <= present:
+        raise ValueError(f"classes {sorted(set(classes) - present)} do not occur in the labels {sorted(present)}")
+    imgs = X.reshape(len(X), *image_shape) if X.ndim == 2 else X
+    if imgs.shape[1:] != torch.Size(image_shape) and X.ndim == 2:
+        raise ValueError(f"flattened X of width {X.shape[1]} does not match image_shape {image_shape}")
+    mask = torch.isin(labels, torch.as_tensor(classes, device=labels.device))
+    padded = torch.nn.functional.pad(imgs[mask], (size // 2,) * 4, mode="replicate")
+    out = imgs.clone()
+    out[mask] = torch.nn.functional.avg_pool2d(padded, size, stride=1)
+    return out.reshape(X.shape)

@@ -1,24 +1,31 @@
-"""Named experiments: a typed configuration per scale (``tiny`` for tests, ``cpu`` for the results shipped with the
-book, ``paper`` for the source paper's settings on a GPU) and a run function that returns arrays; ``get`` loads a
-verified result from the cache (computing light ones on a miss outside CI)."""
+"""The experiments of Parts I-III: a typed configuration (instances at the scales ``tiny`` for tests, ``cpu`` for
+the results shipped with the book, ``paper`` for the source paper's settings on a GPU, registered in
+:mod:`ncbook.runner`) and a run function that returns arrays."""
 
 from __future__ import annotations
 
-import os
-import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from . import cache, data
+from . import data
 from .nets import MLP, Ensemble
 from .train import History, TrainConfig, train, train_ensemble
 
 SCALES = ("tiny", "cpu", "paper")
+
+
+class OneSeed:
+    """A configuration whose runs all use one ``seed`` (the runner records ``seeds`` in the provenance)."""
+
+    seed: int
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        return (self.seed,)
 
 # ------------------------------------------------------------------------------------------------------------------
 # Chapter 1's live demonstration (light: computed when the chapter runs)
@@ -140,7 +147,7 @@ def run_mlp_collapse(cfg: MLPCollapse, device: str = "cpu", progress: bool = Tru
 
 
 @dataclass(frozen=True)
-class HeadDepth:
+class HeadDepth(OneSeed):
     """Chapter 1's λ x depth figure: chapter 1's demonstration MLP (ReLU layers ``relu_widths``) with a linear head
     of ``L2`` layers of width ``head_width`` (the last one to the 10 classes), for every ``L2`` in ``depths`` and
     every weight decay, full-batch GD in float64; one ensemble (all weight decays) per depth."""
@@ -159,10 +166,6 @@ class HeadDepth:
     def __post_init__(self):
         if not self.depths or min(self.depths) < 1:
             raise ValueError(f"depths (number of linear layers) must all be >= 1, got {self.depths}")
-
-    @property
-    def seeds(self) -> tuple[int, ...]:
-        return (self.seed,)
 
     def collapse_config(self, depth: int) -> MLPCollapse:
         """The :class:`MLPCollapse` run behind one depth (with L2 = 3 it is :class:`MLPDemo`'s network)."""
@@ -215,7 +218,7 @@ BOUND_FIELDS = ("eps1", "eps2", "r", "psi", "kappa_linear", "kappa_WL", "nc1", "
 
 
 @dataclass(frozen=True)
-class HeadBounds:
+class HeadBounds(OneSeed):
     """Part III's trained networks: ReLU layers ``relu_widths`` and a linear head of L2 layers (every L2 in
     ``depths``), trained for every weight decay by full-batch GD on the square loss in float64 (lr dropped ten-fold
     at 80%), then measured against Theorem 3.1 (Jacot et al.)."""
@@ -235,10 +238,6 @@ class HeadBounds:
     def __post_init__(self):
         if not self.depths or min(self.depths) < 2:
             raise ValueError(f"Theorem 3.1 needs linear heads of at least 2 layers, got depths {self.depths}")
-
-    @property
-    def seeds(self) -> tuple[int, ...]:
-        return (self.seed,)
 
 
 def run_head_bounds(cfg: HeadBounds, device: str = "cpu", progress: bool = True,
@@ -282,7 +281,7 @@ def run_head_bounds(cfg: HeadBounds, device: str = "cpu", progress: bool = True,
 
 
 @dataclass(frozen=True)
-class GDPhases:
+class GDPhases(OneSeed):
     """Chapter 6: GD on C_lambda (summed square loss, Jacot et al. Sec. 4) for a network of Assumptions 4.1-4.2 (a
     first layer at least as wide as the data set, pyramidal after, the smoothed leaky ReLU of eq. (7)), for every
     (learning rate, weight decay)."""
@@ -297,10 +296,6 @@ class GDPhases:
     steps: int = 8000
     every: int = 50
     seed: int = 0
-
-    @property
-    def seeds(self) -> tuple[int, ...]:
-        return (self.seed,)
 
 
 def run_gd_phases(cfg: GDPhases, device: str = "cpu", progress: bool = True,
@@ -326,7 +321,7 @@ def run_gd_phases(cfg: GDPhases, device: str = "cpu", progress: bool = True,
 
 
 @dataclass(frozen=True)
-class EdgeOfStability:
+class EdgeOfStability(OneSeed):
     """Chapter 7: full-batch GD at large learning rates on a small MLP with a linear head, tracking the top
     eigenvalue of the Hessian of C_lambda (Cohen et al. 2021; Jacot et al. Sec. 5.2)."""
 
@@ -339,10 +334,6 @@ class EdgeOfStability:
     every: int = 100
     power_iters: int = 30
     seed: int = 0
-
-    @property
-    def seeds(self) -> tuple[int, ...]:
-        return (self.seed,)
 
 
 def run_edge_of_stability(cfg: EdgeOfStability, device: str = "cpu", progress: bool = True,
@@ -365,184 +356,3 @@ def run_edge_of_stability(cfg: EdgeOfStability, device: str = "cpu", progress: b
         kappas.append([bounds.kappa(bounds.product(W[i:]), 10) for i in range(cfg.num_nonlinear, len(W))])
     return {"lrs": np.array(cfg.lrs), "loss": np.array(loss), "sharpness": np.array(sharp),
             "sharpness_steps": np.arange(0, cfg.steps + 1, cfg.every), "kappa_tail": np.array(kappas)}
-
-
-# ------------------------------------------------------------------------------------------------------------------
-# the registry
-
-
-@dataclass(frozen=True)
-class Experiment:
-    name: str
-    description: str
-    run: Callable[..., dict[str, np.ndarray]]
-    scales: dict[str, object]
-    modules: tuple[str, ...]                 # ncbook modules whose code the result depends on (for the key)
-    heavy: bool = True
-    notes: dict[str, str] = field(default_factory=dict)
-
-    def config(self, scale: str, **overrides) -> object:
-        if scale not in self.scales:
-            raise ValueError(f"experiment {self.name!r} has no scale {scale!r}; choose one of {sorted(self.scales)}")
-        try:
-            return replace(self.scales[scale], **overrides)
-        except TypeError as err:
-            raise ValueError(f"bad override for {self.name}: {err}") from None
-
-    def key(self, cfg) -> str:
-        return cache.result_key({"experiment": self.name, **asdict(cfg)}, self.modules)
-
-
-_TRAINING_MODULES = ("experiments", "train", "nets", "metrics", "data")
-_BOUNDS_MODULES = (*_TRAINING_MODULES, "bounds")
-
-EXPERIMENTS: dict[str, Experiment] = {
-    "jacot_mlp": Experiment(
-        name="jacot_mlp",
-        description="MLP with a deep linear head, square loss + weight decay, lr drop at 80% (Jacot et al. Fig. 4)",
-        run=run_mlp_collapse,
-        scales={
-            "tiny": MLPCollapse(dataset="digits", per_class=20, widths=(64, 32, 32, 32, 16, 16, 10), num_nonlinear=3,
-                                weight_decays=(1e-3, 1e-2), seeds=(0, 1), steps=60, lr=0.05, momentum=0.0,
-                                record_every=20, dtype="float64"),
-            "cpu": MLPCollapse(),
-            "paper": MLPCollapse(dataset="mnist", per_class=None, widths=(784,) + (1024,) * 8 + (10,),
-                                 num_nonlinear=5, weight_decays=(1.8e-3,), seeds=(0, 1, 2, 3, 4), steps=100_000,
-                                 lr=1e-3, batch_size=128, momentum=0.0, record_every=1000),
-        },
-        modules=_TRAINING_MODULES,
-        notes={"paper": "Jacot et al. App. A: 5 non-linear + 4 linear layers, weight decay 0.0018, lr 0.001, "
-                        "10,000 epochs, 5 runs. Width, optimiser and batch size are not stated in the text; "
-                        "width 1024, plain SGD with batch 128 are our assumptions (steps cover far fewer epochs)."},
-    ),
-    "linear_head": Experiment(
-        name="linear_head",
-        description="chapter 1's MLP with a linear head of 1-4 layers, for 4 weight decays (the λ x depth figure)",
-        run=run_head_depth,
-        scales={
-            "tiny": HeadDepth(depths=(1, 2), weight_decays=(0.0, 1e-2), dataset="digits", per_class=10,
-                              relu_widths=(16,), head_width=8, steps=20, record_every=10),
-            "cpu": HeadDepth(),
-            "paper": HeadDepth(depths=(1, 2, 3, 4, 5, 6), dataset="mnist", per_class=None, relu_widths=(512, 512),
-                               head_width=512, steps=20_000, lr=0.05, record_every=500),
-        },
-        modules=_TRAINING_MODULES,
-        notes={"paper": "Not a figure of either paper: the same sweep on full MNIST with wide layers, for a GPU."},
-    ),
-    "jacot_bounds": Experiment(
-        name="jacot_bounds",
-        description="MLPs with linear heads of 2-5 layers, 3 weight decays, measured against Jacot et al. Thm 3.1",
-        run=run_head_bounds,
-        scales={
-            "tiny": HeadBounds(depths=(2, 3), weight_decays=(1e-3, 1e-2), dataset="digits", per_class=10,
-                               relu_widths=(16,), head_width=12, steps=30, record_every=10),
-            "cpu": HeadBounds(),
-            "paper": HeadBounds(depths=(2, 3, 4, 5, 6), dataset="mnist", per_class=None, relu_widths=(1024,) * 5,
-                                head_width=1024, steps=20_000, lr=0.05, record_every=1000),
-        },
-        modules=_BOUNDS_MODULES,
-        notes={"paper": "Jacot et al. Fig. 2 setting (5 non-linear layers, 1-5 linear) at width 1024, full batch; "
-                        "widths and optimiser are our assumptions."},
-    ),
-    "jacot_phases": Experiment(
-        name="jacot_phases",
-        description="GD with weight decay on a pyramidal smoothed-leaky-ReLU MLP: loss and balancedness (Thm 4.4)",
-        run=run_gd_phases,
-        scales={
-            "tiny": GDPhases(widths=(64, 40, 16, 12, 10), per_class=4, lrs=(0.01,), weight_decays=(0.05,), steps=40,
-                             every=10),
-            "cpu": GDPhases(),
-            "paper": GDPhases(per_class=None, widths=(64, 2048, 256, 128, 128, 10), steps=200_000, every=500),
-        },
-        modules=(*_TRAINING_MODULES, "stability"),
-        notes={"paper": "the paper has no such experiment; this is the full digits set with a wider first layer"},
-    ),
-    "edge_of_stability": Experiment(
-        name="edge_of_stability",
-        description="full-batch GD at three learning rates; top Hessian eigenvalue vs 2/lr (Sec. 5.2)",
-        run=run_edge_of_stability,
-        scales={
-            "tiny": EdgeOfStability(widths=(64, 16, 12, 12, 10), per_class=3, lrs=(0.05,), steps=20, every=10,
-                                    power_iters=5),
-            "cpu": EdgeOfStability(),
-            "paper": EdgeOfStability(per_class=None, widths=(64, 512, 256, 256, 256, 10), steps=20_000, every=500),
-        },
-        modules=(*_BOUNDS_MODULES, "stability"),
-        notes={"paper": "Jacot et al. discuss but do not run this; a larger version for a GPU"},
-    ),
-}
-
-
-def get_experiment(name: str) -> Experiment:
-    if name not in EXPERIMENTS:
-        raise KeyError(f"unknown experiment {name!r}; known: {', '.join(sorted(EXPERIMENTS))}")
-    return EXPERIMENTS[name]
-
-
-def run_and_cache(name: str, scale: str, device: str = "cpu", progress: bool = True, root: Path | None = None,
-                  command: str = "", **overrides) -> Path:
-    """Run one experiment at one scale and store its result (with provenance) in the cache."""
-    exp = get_experiment(name)
-    cfg = exp.config(scale, **overrides)
-    tag, key = _scale_tag(scale, overrides), exp.key(cfg)
-    # a killed run resumes from here when the same command is run again (same configuration and code)
-    ckpt = (root or cache.RESULTS_DIR) / ".checkpoints" / f"{name}--{tag}--{key}.pt"
-    ckpt.parent.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    arrays = exp.run(cfg, device=device, progress=progress, checkpoint=ckpt)
-    prov = cache.provenance(device, list(getattr(cfg, "seeds", [])), time.perf_counter() - t0,
-                            command or f"python -m ncbook run {name} --scale {scale} --device {device}")
-    manifest = cache.save(name, tag, {"experiment": name, **asdict(cfg)}, key, arrays, prov, root,
-                          extra={"base_scale": scale, "overrides": overrides})
-    ckpt.unlink(missing_ok=True)
-    return manifest
-
-
-def regen_command(name: str, scale: str, overrides: dict) -> str:
-    """The command that regenerates one cached result."""
-    sets = "".join(f" --set {k}={_cli_value(v)}" for k, v in sorted(overrides.items()))
-    return f"python -m ncbook run {name} --scale {scale}{sets}"
-
-
-def _cli_value(v) -> str:
-    return ",".join(str(x) for x in v) if isinstance(v, list | tuple) else str(v)
-
-
-def verify(root: Path | None = None) -> list[tuple[str, str, str]]:
-    """Check every stored result: (experiment, tag, "ok" or the problem), in file order."""
-    rows = []
-    for manifest_path in sorted((root or cache.RESULTS_DIR).glob("*/*.json")):
-        name, tag = manifest_path.parent.name, manifest_path.stem
-        try:
-            manifest = cache.read_manifest(name, tag, root)
-            exp = get_experiment(manifest.get("experiment", name))
-            scale, overrides = manifest.get("base_scale", tag), manifest.get("overrides", {})
-            cfg = exp.config(scale, **overrides)
-            cache.check(name, tag, exp.key(cfg), root, regen_command(name, scale, overrides))
-            rows.append((name, tag, "ok"))
-        except (cache.CacheError, KeyError, ValueError) as err:
-            rows.append((name, tag, str(err)))
-    return rows
-
-
-def _scale_tag(scale: str, overrides: dict) -> str:
-    """File stem of a result: the scale, plus the overrides of a sweep point (e.g. ``cpu--lr=0.01``)."""
-    if not overrides:
-        return scale
-    return scale + "--" + ",".join(f"{k}={v}" for k, v in sorted(overrides.items())).replace("/", "_")
-
-
-def get(name: str, scale: str = "cpu", root: Path | None = None, **overrides) -> dict[str, np.ndarray]:
-    """Load a verified result. On a miss: in CI, or for a heavy experiment, raise with the command to run;
-    otherwise (a light experiment, outside CI) compute it with a progress bar and store it."""
-    exp = get_experiment(name)
-    cfg = exp.config(scale, **overrides)
-    tag = _scale_tag(scale, overrides)
-    try:
-        return cache.load(name, tag, exp.key(cfg), root, regen_command(name, scale, overrides))[0]
-    except cache.CacheError as err:
-        missing = not cache.paths(name, tag, root)[1].exists()
-        if missing and not exp.heavy and not os.environ.get("CI"):
-            run_and_cache(name, scale, root=root, **overrides)
-            return cache.load(name, tag, exp.key(cfg), root)[0]
-        raise cache.CacheError(f"{err} (experiment {name!r}, scale {scale!r})") from None

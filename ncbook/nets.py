@@ -106,9 +106,10 @@ class Ensemble:
     def parameters(self) -> list[torch.Tensor]:
         return self.weights + [b for b in self.biases if b is not None]
 
-    def forward_features(self, x: torch.Tensor) -> list[torch.Tensor]:
-        """Every layer's output for every model: a list of (M, N, d_l) tensors (views of (M, d_l, N) ones)."""
-        M, out, h = len(self), [], None
+    def forward_features(self, x: torch.Tensor, preactivations: bool = False):
+        """Every layer's output for every model: a list of (M, N, d_l) tensors (views of (M, d_l, N) ones); with
+        ``preactivations`` also the input of every non-linearity (None for the linear layers)."""
+        M, out, pre, h = len(self), [], [], None
         for i, (W, b) in enumerate(zip(self.weights, self.biases)):
             if i == 0:    # shared input: one wide product (M d_1 x d_0 times d_0 x N), split by model
                 h = (W.reshape(-1, W.shape[2]) @ x.T).reshape(M, W.shape[1], x.shape[0])
@@ -116,10 +117,11 @@ class Ensemble:
                 h = torch.bmm(W, h)
             if b is not None:
                 h = h + b.unsqueeze(2)
+            pre.append(h.transpose(1, 2) if i < self.num_nonlinear else None)
             if i < self.num_nonlinear:
                 h = self.template.activation(h)
             out.append(h.transpose(1, 2))
-        return out
+        return (out, pre) if preactivations else out
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         return self.forward_features(x)[-1]
@@ -133,3 +135,143 @@ class Ensemble:
                 if b is not None:
                     layer.bias.copy_(b[i])
         return m
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# convolutional backbones with an MLP head (Jacot et al. Sec. 6: ResNet20 + MLP head; Tirer et al. App. E: ResNet18)
+
+
+class BasicBlock(nn.Module):
+    """The two-convolution residual block of He et al. (2016) with batch norm; a 1x1 convolution on the shortcut
+    when the shape changes."""
+
+    def __init__(self, c_in: int, c_out: int, stride: int = 1):
+        super().__init__()
+        self.conv1 = nn.Conv2d(c_in, c_out, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(c_out)
+        self.conv2 = nn.Conv2d(c_out, c_out, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(c_out)
+        self.shortcut = nn.Sequential()
+        if stride != 1 or c_in != c_out:
+            self.shortcut = nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride, bias=False), nn.BatchNorm2d(c_out))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = torch.relu(self.bn1(self.conv1(x)))
+        return torch.relu(self.bn2(self.conv2(out)) + self.shortcut(x))
+
+
+def resnet_backbone(depth: int = 20, in_channels: int = 3, width: int = 16) -> tuple[nn.Module, int]:
+    """A ResNet backbone (no classifier) and its feature dimension.
+
+    ``depth`` 20 (or any 6n+2): the CIFAR ResNet of He et al. (2016), three stages of n blocks with width, 2 width,
+    4 width channels (width 16 is the original ResNet20); ``depth`` 18: ResNet18 with a 3x3 stem and no max-pool,
+    the CIFAR variant used by Tirer et al. App. E (torchvision's blocks), width 64 as the original.
+    """
+    if depth == 18:
+        from torchvision.models.resnet import BasicBlock as TVBlock
+        from torchvision.models.resnet import ResNet
+
+        if width != 64:
+            raise ValueError(f"ResNet18 has the fixed widths 64-128-256-512; got width={width}")
+        net = ResNet(TVBlock, [2, 2, 2, 2])
+        net.conv1 = nn.Conv2d(in_channels, 64, 3, 1, 1, bias=False)
+        net.maxpool = nn.Identity()
+        net.fc = nn.Identity()
+        return net, 512
+    if depth < 8 or (depth - 2) % 6:
+        raise ValueError(f"a CIFAR ResNet has depth 6n+2 (8, 14, 20, 32, ...) or is ResNet18; got depth={depth}")
+    if width < 1:
+        raise ValueError(f"width must be >= 1, got {width}")
+    n, layers, c = (depth - 2) // 6, [], width
+    layers += [nn.Conv2d(in_channels, c, 3, 1, 1, bias=False), nn.BatchNorm2d(c), nn.ReLU()]
+    for stage, c_out in enumerate((width, 2 * width, 4 * width)):
+        for b in range(n):
+            layers.append(BasicBlock(c, c_out, 2 if stage > 0 and b == 0 else 1))
+            c = c_out
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten()]
+    return nn.Sequential(*layers), c
+
+
+class BackboneHead(nn.Module):
+    """A feature extractor (e.g. a ResNet) followed by an :class:`MLP` head of L1 non-linear and L2 linear layers.
+
+    ``forward_features`` returns the backbone's output followed by every head layer's output, and ``weights`` the
+    matching weight matrices (None for the backbone), so the NC metrics are measured "starting from the output of
+    the backbone" (Jacot et al. Sec. 6); with a one-layer head the backbone's output is Tirer et al.'s H.
+    """
+
+    def __init__(self, backbone: nn.Module, feature_dim: int, head_widths: list[int], num_nonlinear: int,
+                 last_bias: bool = False):
+        super().__init__()
+        self.backbone = backbone
+        self.head = MLP([feature_dim, *head_widths], num_nonlinear, last_bias=last_bias)
+
+    def forward_features(self, x: torch.Tensor) -> list[torch.Tensor]:
+        h = self.backbone(x)
+        return [h, *self.head.forward_features(h)]
+
+    def preactivations(self, x: torch.Tensor) -> list[torch.Tensor | None]:
+        """The input of every head ReLU (None for the backbone and the linear layers), for the negativity metric."""
+        h, out = self.backbone(x), [None]
+        for i, layer in enumerate(self.head.layers):
+            z = layer(h)
+            out.append(z if i < self.head.num_nonlinear else None)
+            h = self.head.activation(z) if i < self.head.num_nonlinear else z
+        return out
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.backbone(x))
+
+    @property
+    def weights(self) -> list[torch.Tensor | None]:
+        return [None, *self.head.weights]
+
+    def last_layer_parameters(self) -> list[nn.Parameter]:
+        """The classifier's weight (and bias): the "W" of Tirer et al.'s weight-decay ablations."""
+        return list(self.head.layers[-1].parameters())
+
+
+class BlockMLP(nn.Module):
+    """Hidden blocks Linear -> BatchNorm -> ReLU and a linear classifier, grown one block at a time for layer-wise
+    training (Tirer et al. Sec. 6, App. E.1): :meth:`add_block` freezes every existing block (weights and batch-norm
+    statistics) and inserts a freshly initialised one before the classifier, which keeps its weights."""
+
+    def __init__(self, d_in: int, width: int, num_classes: int, batch_norm: bool = True):
+        super().__init__()
+        if min(d_in, width, num_classes) < 1:
+            raise ValueError(f"sizes must be >= 1, got d_in={d_in}, width={width}, num_classes={num_classes}")
+        self.d_in, self.width, self.batch_norm = d_in, width, batch_norm
+        self.blocks = nn.ModuleList([self._block(d_in)])
+        self.classifier = nn.Linear(width, num_classes)
+
+    def _block(self, d: int) -> nn.Sequential:
+        return nn.Sequential(nn.Linear(d, self.width), *([nn.BatchNorm1d(self.width)] if self.batch_norm else []),
+                             nn.ReLU())
+
+    def add_block(self) -> None:
+        for p in self.blocks.parameters():
+            p.requires_grad_(False)
+        self.blocks.append(self._block(self.width).to(self.classifier.weight))
+        self.train(self.training)
+
+    def train(self, mode: bool = True) -> BlockMLP:
+        super().train(mode)
+        for block in self.blocks[:-1]:   # frozen blocks keep their batch-norm statistics
+            block.eval()
+        return self
+
+    def forward_features(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """The deepest features H and the logits."""
+        for block in self.blocks:
+            x = block(x)
+        return [x, self.classifier(x)]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.forward_features(x)[-1]
+
+    @property
+    def weights(self) -> list[torch.Tensor | None]:
+        return [None, self.classifier.weight]
+
+    def last_layer_parameters(self) -> list[nn.Parameter]:
+        return list(self.classifier.parameters())

@@ -12,6 +12,7 @@ from typing import Literal
 
 import numpy as np
 import torch
+from torch import nn
 from tqdm.auto import tqdm
 
 from . import metrics
@@ -45,6 +46,7 @@ class TrainConfig:
     lr_drop_factor: float = 0.1
     record_every: int = 50
     record_at: tuple[int, ...] = ()
+    optimizer: Literal["sgd", "adam"] = "sgd"
 
     def __post_init__(self):
         problems = []
@@ -64,6 +66,8 @@ class TrainConfig:
             problems.append(f"momentum must be in [0, 1) (got {self.momentum})")
         if any(not 0 < f < 1 for f in self.lr_drops):
             problems.append(f"lr_drops are fractions of training in (0, 1) (got {self.lr_drops})")
+        if self.optimizer not in ("sgd", "adam"):
+            problems.append(f"optimizer must be 'sgd' or 'adam' (got {self.optimizer!r})")
         if self.record_every < 1:
             problems.append(f"record_every must be >= 1 (got {self.record_every})")
         if problems:
@@ -84,7 +88,8 @@ class TrainConfig:
 
 @dataclass
 class History:
-    """Metrics recorded at ``steps``; ``layers[name][r][l]`` is the value at record r for layer l+1."""
+    """Metrics recorded at ``steps``; ``layers[name][r][l]`` is the value at record r for layer l+1 (for the
+    penultimate-layer metrics nc3_* one value, and for nc1_per_class one value per class)."""
 
     steps: list[int] = field(default_factory=list)
     loss: list[float] = field(default_factory=list)
@@ -119,28 +124,43 @@ def weight_penalty(weights: list[torch.Tensor], cfg: TrainConfig) -> torch.Tenso
     return sum(0.5 * cfg.decay_of(i, L) * (W ** 2).sum() for i, W in enumerate(weights))
 
 
-def layer_metrics(features: list[torch.Tensor], weights: list[torch.Tensor], labels: torch.Tensor,
-                  num_classes: int | None = None) -> dict[str, list[float]]:
-    """Per-layer NC1 (trace ratio and pseudo-inverse), NC2 (condition number of the class means), balancedness of
-    consecutive layers, and NC3 (cosine of the penultimate features with the last weights), Jacot et al. Sec. 6.
-    A metric that is undefined at this point of training (dead ReLU features: a zero feature vector, or all class
-    means equal) is recorded as NaN instead of stopping the run."""
+def layer_metrics(features: list[torch.Tensor], weights: list[torch.Tensor | None], labels: torch.Tensor,
+                  num_classes: int | None = None,
+                  preactivations: list[torch.Tensor | None] | None = None) -> dict[str, list[float]]:
+    """Per layer: NC1 (trace ratio and pseudo-inverse), NC2 (condition number of the class means, and distance of
+    their Gram to the simplex ETF), balancedness of consecutive weights and negativity of the ReLU's input (Jacot
+    et al. Sec. 6; Tirer et al. Sec. 6). For the penultimate features and the last weights: NC3 (mean cosine, and
+    ETF distance of W Mc, Tirer et al. App. E.2) and the per-class NC1 (K values, Tirer et al. App. E.2).
+
+    ``weights[l]`` produces ``features[l]`` (None for a layer without one, e.g. a backbone's output). A metric that
+    is undefined at this point of training (dead ReLU features, all class means equal, a linear layer's
+    negativity) is recorded as NaN instead of stopping the run."""
     with torch.no_grad():
         K = num_classes or int(labels.max()) + 1
-        out: dict[str, list[float]] = {"nc1_trace_ratio": [], "nc1_pinv": [], "nc2_condition_number": [],
-                                       "balancedness": []}
+        names = ("nc1_trace_ratio", "nc1_pinv", "nc2_condition_number", "nc2_etf_distance", "balancedness",
+                 "negativity")
+        out: dict[str, list[float]] = {name: [] for name in names}
+        pre = preactivations or [None] * len(features)
         for i, Z in enumerate(features):
             s = metrics.class_stats(Z, labels, K)
             out["nc1_trace_ratio"].append(_or_nan(metrics.nc1_trace_ratio, s))
             out["nc1_pinv"].append(_or_nan(metrics.nc1_pinv, s))
             out["nc2_condition_number"].append(metrics.nc2_condition_number(s) if Z.shape[1] >= K else math.nan)
-            out["balancedness"].append(metrics.balancedness(weights[i + 1], weights[i])
-                                       if i + 1 < len(weights) else math.nan)
-        out["nc3_cosine"] = [_or_nan(metrics.nc3_cosine, features[-2], labels, weights[-1])]
+            out["nc2_etf_distance"].append(_or_nan(metrics.nc2_etf_distance, s))
+            nxt = weights[i + 1] if i + 1 < len(weights) else None
+            out["balancedness"].append(math.nan if nxt is None or weights[i] is None else
+                                       _or_nan(metrics.balancedness, nxt, weights[i]))
+            out["negativity"].append(math.nan if pre[i] is None else _or_nan(metrics.negativity, pre[i]))
+        if len(features) >= 2:
+            H, W = features[-2], weights[-1]
+            out["nc3_cosine"] = [_or_nan(metrics.nc3_cosine, H, labels, W)]
+            out["nc3_etf_distance"] = [_or_nan(metrics.nc3_etf_distance, H, W, labels)]
+            per_class = _or_nan(lambda: [float(v) for v in metrics.nc1_per_class(H, labels)])
+            out["nc1_per_class"] = per_class if isinstance(per_class, list) else [math.nan] * K
         return out
 
 
-def _or_nan(metric, *args) -> float:
+def _or_nan(metric, *args):
     """The metric, or NaN where it is undefined (the metrics raise ValueError for that)."""
     try:
         return metric(*args)
@@ -149,11 +169,12 @@ def _or_nan(metric, *args) -> float:
 
 
 def _record(hist: History, outputs: torch.Tensor, loss: torch.Tensor, step: int, labels: torch.Tensor,
-            features: list[torch.Tensor], weights: list[torch.Tensor]) -> None:
+            features: list[torch.Tensor], weights: list[torch.Tensor | None],
+            preactivations: list[torch.Tensor | None] | None = None) -> None:
     hist.steps.append(step)
     hist.loss.append(loss.item())
     hist.train_error.append(float((outputs.argmax(1) != labels).double().mean()))
-    for name, vals in layer_metrics(features, weights, labels).items():
+    for name, vals in layer_metrics(features, weights, labels, preactivations=preactivations).items():
         hist.layers.setdefault(name, []).append(vals)
 
 
@@ -199,6 +220,8 @@ def train_ensemble(ens: Ensemble, x: torch.Tensor, labels: torch.Tensor, cfgs: l
     """
     if len(cfgs) != len(ens):
         raise ValueError(f"need one TrainConfig per model: {len(cfgs)} configs for {len(ens)} models")
+    if any(c.optimizer != "sgd" for c in cfgs):
+        raise ValueError("train_ensemble runs (momentum) SGD; use train_module for Adam")
     shared = {k for k in asdict(cfgs[0]) if k not in ("weight_decay", "weight_decay_last")}
     if any(asdict(c)[k] != asdict(cfgs[0])[k] for c in cfgs for k in shared):
         raise ValueError("models trained together must share every setting but the weight decays")
@@ -232,12 +255,12 @@ def train_ensemble(ens: Ensemble, x: torch.Tensor, labels: torch.Tensor, cfgs: l
                              leave=False):
         if cfg.records(step):
             with torch.no_grad():
-                feats = ens.forward_features(x)
+                feats, pre = ens.forward_features(x, preactivations=True)
                 full = objective(feats[-1], labels)
                 _check_finite(ens.parameters(), full, step, cfg.lr_at(step))
                 for m, hist in enumerate(hists):
                     _record(hist, feats[-1][m], full[m], step, labels, [f[m] for f in feats],
-                            [W[m] for W in ens.weights])
+                            [W[m] for W in ens.weights], [None if p is None else p[m] for p in pre])
         if step == cfg.steps:
             break
         if cfg.batch_size is None or cfg.batch_size >= N:
@@ -258,3 +281,73 @@ def train_ensemble(ens: Ensemble, x: torch.Tensor, labels: torch.Tensor, cfgs: l
                      "histories": [asdict(h) for h in hists]}
             atomic_write(Path(checkpoint), lambda tmp, state=state: torch.save(state, tmp))
     return hists
+
+
+def _features_in_batches(model: nn.Module, x: torch.Tensor, batch: int):
+    """Every measured layer's features (and pre-activations, if the model has them) on all of ``x``, in eval mode."""
+    feats, pres = [], []
+    for i in range(0, len(x), batch):
+        feats.append(model.forward_features(x[i:i + batch]))
+        if hasattr(model, "preactivations"):
+            pres.append(model.preactivations(x[i:i + batch]))
+    cat = [torch.cat(parts) for parts in zip(*feats)]
+    pre = [None if parts[0] is None else torch.cat(parts) for parts in zip(*pres)] if pres else None
+    return cat, pre
+
+
+def train_module(model: nn.Module, x: torch.Tensor, labels: torch.Tensor, cfg: TrainConfig, seed: int = 0,
+                 checkpoint: Path | None = None, checkpoint_every: int = 500, progress: bool = True,
+                 eval_batch: int = 1000) -> History:
+    """Minibatch SGD (momentum optional) or Adam on any network with ``forward_features``, ``weights`` and
+    ``last_layer_parameters`` (e.g. :class:`~ncbook.nets.BackboneHead`): weight decay ``cfg.weight_decay`` on every
+    parameter that requires a gradient but the last layer's, ``cfg.weight_decay_last`` on those (PyTorch's coupled
+    L2 weight decay, biases and batch norm included, as in Tirer et al. App. E). Metrics are recorded in eval mode on
+    the whole of ``x``. Checkpoints and resuming as in :func:`train_ensemble`."""
+    last = {id(p) for p in model.last_layer_parameters()}
+    params = [p for p in model.parameters() if p.requires_grad]
+    wd_last = cfg.weight_decay if cfg.weight_decay_last is None else cfg.weight_decay_last
+    groups = [{"params": [p for p in params if id(p) not in last], "weight_decay": cfg.weight_decay},
+              {"params": [p for p in params if id(p) in last], "weight_decay": wd_last}]
+    groups = [g for g in groups if g["params"]]
+    if cfg.optimizer == "adam":
+        opt = torch.optim.Adam(groups, lr=cfg.lr)
+    else:
+        opt = torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum)
+    gen = torch.Generator().manual_seed(seed)
+    hist, start, N = History(), 0, len(labels)
+    if checkpoint is not None and Path(checkpoint).exists():
+        state = torch.load(checkpoint, weights_only=True)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        gen.set_state(state["generator"])
+        hist, start = History(**state["history"]), int(state["step"])
+
+    def penalty() -> torch.Tensor:
+        return sum(0.5 * g["weight_decay"] * sum((p ** 2).sum() for p in g["params"]) for g in groups)
+
+    for step in progress_bar(range(start, cfg.steps + 1), progress, initial=start, total=cfg.steps + 1,
+                             desc=f"train {type(model).__name__}", leave=False):
+        if cfg.records(step):
+            model.eval()
+            with torch.no_grad():
+                feats, pre = _features_in_batches(model, x, eval_batch)
+                full = data_loss(feats[-1], labels, cfg.loss) + penalty()
+                _check_finite(params, full, step, cfg.lr_at(step))
+                _record(hist, feats[-1], full, step, labels, feats, model.weights, pre)
+        if step == cfg.steps:
+            break
+        model.train()
+        idx = torch.randperm(N, generator=gen)[:cfg.batch_size or N].to(x.device)
+        loss = data_loss(model(x[idx]), labels[idx], cfg.loss)
+        _check_finite(params, loss.detach(), step, cfg.lr_at(step))
+        for group in opt.param_groups:
+            group["lr"] = cfg.lr_at(step)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if checkpoint is not None and (step + 1) % checkpoint_every == 0:
+            state = {"step": step + 1, "model": model.state_dict(), "optimizer": opt.state_dict(),
+                     "generator": gen.get_state(), "history": asdict(hist)}
+            atomic_write(Path(checkpoint), lambda tmp, state=state: torch.save(state, tmp))
+    model.eval()
+    return hist

@@ -7,7 +7,7 @@ import shutil
 import numpy as np
 import pytest
 
-from ncbook import cache, experiments
+from ncbook import cache, runner
 
 
 def _store(root, arrays=None, key="k1", config=None):
@@ -92,31 +92,31 @@ def test_changing_the_producing_code_makes_the_result_stale(tmp_path, monkeypatc
     shutil.copytree(cache.ROOT / "ncbook", src / "ncbook")
     monkeypatch.setattr(cache, "ROOT", src)
     results = tmp_path / "results"
-    experiments.run_and_cache("jacot_mlp", "tiny", progress=False, root=results)
-    assert experiments.verify(results) == [("jacot_mlp", "tiny", "ok")]
+    runner.run_and_cache("jacot_mlp", "tiny", progress=False, root=results)
+    assert runner.verify(results) == [("jacot_mlp", "tiny", "ok")]
     with open(src / "ncbook" / "train.py", "a") as f:
         f.write("\n# an edit to the training code\n")
-    [(name, tag, status)] = experiments.verify(results)
+    [(name, tag, status)] = runner.verify(results)
     assert "stale" in status and "python -m ncbook run jacot_mlp --scale tiny" in status
     with pytest.raises(cache.CacheError, match="stale"):
-        experiments.get("jacot_mlp", "tiny", root=results)
+        runner.get("jacot_mlp", "tiny", root=results)
 
 
 def test_light_experiments_compute_on_a_miss_only_outside_ci(tmp_path, monkeypatch):
-    exp = experiments.EXPERIMENTS["jacot_mlp"]
-    monkeypatch.setitem(experiments.EXPERIMENTS, "jacot_mlp", dataclasses.replace(exp, heavy=False))
+    exp = runner.EXPERIMENTS["jacot_mlp"]
+    monkeypatch.setitem(runner.EXPERIMENTS, "jacot_mlp", dataclasses.replace(exp, heavy=False))
     monkeypatch.setenv("CI", "true")
     with pytest.raises(cache.CacheError, match="missing"):
-        experiments.get("jacot_mlp", "tiny", root=tmp_path)
+        runner.get("jacot_mlp", "tiny", root=tmp_path)
     monkeypatch.delenv("CI")
-    arrays = experiments.get("jacot_mlp", "tiny", root=tmp_path)
+    arrays = runner.get("jacot_mlp", "tiny", root=tmp_path)
     assert arrays["nc1_pinv"].shape[:2] == (2, 2)
-    monkeypatch.setitem(experiments.EXPERIMENTS, "jacot_mlp", exp)            # heavy: never computes on a miss
+    monkeypatch.setitem(runner.EXPERIMENTS, "jacot_mlp", exp)            # heavy: never computes on a miss
     with pytest.raises(cache.CacheError, match="missing"):
-        experiments.get("jacot_mlp", "tiny", root=tmp_path / "elsewhere")
+        runner.get("jacot_mlp", "tiny", root=tmp_path / "elsewhere")
 
 
 def test_every_shipped_result_verifies():
-    rows = experiments.verify()
+    rows = runner.verify()
     assert rows, "no shipped results found under results/"
     assert all(status == "ok" for _, _, status in rows), rows
