@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import data
+from . import data, metrics
 from .nets import MLP, Ensemble
 from .train import History, TrainConfig, train, train_ensemble
 
@@ -134,7 +134,8 @@ def run_mlp_collapse(cfg: MLPCollapse, device: str = "cpu", progress: bool = Tru
     base = dict(steps=cfg.steps, lr=cfg.lr, batch_size=cfg.batch_size, momentum=cfg.momentum,
                 lr_drops=cfg.lr_drops, record_every=cfg.record_every)
     cfgs = [TrainConfig(weight_decay=wd, **base) for _ in cfg.seeds for wd in cfg.weight_decays]
-    hists = train_ensemble(Ensemble(models), X, y, cfgs, seed=cfg.seeds[0], checkpoint=checkpoint,
+    ens = Ensemble(models)
+    hists = train_ensemble(ens, X, y, cfgs, seed=cfg.seeds[0], checkpoint=checkpoint,
                            checkpoint_every=max(1, cfg.steps // 20), progress=progress)
     S, W = len(cfg.seeds), len(cfg.weight_decays)
     out = {"steps": np.array(hists[0].steps), "seeds": np.array(cfg.seeds),
@@ -143,7 +144,19 @@ def run_mlp_collapse(cfg: MLPCollapse, device: str = "cpu", progress: bool = Tru
     out["train_error"] = np.array([h.train_error for h in hists]).reshape(S, W, -1)
     for name in hists[0].layers:
         out[name] = np.array([h.layers[name] for h in hists], dtype=np.float64).reshape(S, W, len(out["steps"]), -1)
+    with torch.no_grad():   # the class-mean cosines of every layer of every trained model (Jacot et al. Fig. 1)
+        feats = ens.forward_features(X)
+        cos = [[_or_nan_gram(f[m], y) for f in feats] for m in range(len(models))]
+    out["class_mean_cosines"] = np.array(cos).reshape(S, W, len(feats), *cos[0][0].shape)
     return out
+
+
+def _or_nan_gram(Z: torch.Tensor, y: torch.Tensor) -> np.ndarray:
+    K = int(y.max()) + 1
+    try:
+        return metrics.class_mean_cosines(Z, y, K)
+    except ValueError:          # a dead layer: a zero class mean
+        return np.full((K, K), np.nan)
 
 
 @dataclass(frozen=True)

@@ -379,6 +379,18 @@ def nc1_per_class(features: ClassStats | ArrayLike, labels: ArrayLike | None = N
 # NC2
 
 
+def class_mean_cosines(features: ArrayLike, labels: ArrayLike, num_classes: int | None = None) -> np.ndarray:
+    """K x K cosines between the (uncentred) class means, Jacot et al. Fig. 1 (bottom): I when NC2 holds with
+    orthogonal means, the normalised simplex ETF Gram when the centred ones form one."""
+    M = class_means(features, labels, num_classes).to(torch.float64)
+    norms = torch.linalg.vector_norm(M, dim=1, keepdim=True)
+    if bool((norms == 0).any()):
+        raise ValueError("a class mean is zero, so its cosines are undefined")
+    M = M / norms
+    return (M @ M.T).cpu().numpy()
+
+
+
 def simplex_etf_gram(num_classes: int) -> torch.Tensor:
     """Gram matrix of the simplex ETF normalised to unit Frobenius norm: (I - 11^T/K) / sqrt(K-1)."""
     K = num_classes

@@ -49,15 +49,9 @@ def plot_history(hist: History, title: str = "", layers: list[int] | None = None
     return fig
 
 
-def normalised_gram(means: torch.Tensor) -> np.ndarray:
-    """Cosines between class means (K x K), the quantity whose collapsed form is the identity or a simplex ETF."""
-    M = means / torch.linalg.vector_norm(means, dim=1, keepdim=True)
-    return (M @ M.T).cpu().numpy()
-
-
 def plot_gram(features: torch.Tensor, labels: torch.Tensor, ax=None, title: str = "") -> Figure:
     """Heat map of the cosines between the (uncentred) class means of one layer."""
-    G = normalised_gram(metrics.class_means(features, labels))
+    G = metrics.class_mean_cosines(features, labels)
     fig = ax.figure if ax is not None else plt.figure(figsize=(3, 2.8))
     ax = ax if ax is not None else fig.add_subplot()
     im = ax.imshow(G, vmin=-1, vmax=1, cmap="RdBu_r")
