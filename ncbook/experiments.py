@@ -13,7 +13,7 @@ import torch
 
 from . import data, metrics
 from .nets import MLP, Ensemble
-from .train import History, TrainConfig, train, train_ensemble
+from .train import PER_LAYER_METRICS, History, TrainConfig, train, train_ensemble
 
 SCALES = ("tiny", "cpu", "paper")
 
@@ -218,7 +218,7 @@ def history_at(result: dict[str, np.ndarray], *index: int) -> History:
     layers = {name: result[name][index] for name in result if result[name].ndim == len(index) + 2}
     if "num_layers" in result:
         n = int(result["num_layers"][index[:result["num_layers"].ndim]])
-        layers = {name: v[:, :n] for name, v in layers.items()}
+        layers = {name: v[:, :n] if name in PER_LAYER_METRICS else v for name, v in layers.items()}
     return History(steps=result["steps"].tolist(), loss=result["loss"][index].tolist(),
                    train_error=result["train_error"][index].tolist(),
                    layers={name: v.tolist() for name, v in layers.items()})

@@ -124,6 +124,11 @@ def weight_penalty(weights: list[torch.Tensor], cfg: TrainConfig) -> torch.Tenso
     return sum(0.5 * cfg.decay_of(i, L) * (W ** 2).sum() for i, W in enumerate(weights))
 
 
+PER_LAYER_METRICS = ("nc1_trace_ratio", "nc1_pinv", "nc2_condition_number", "nc2_etf_distance", "balancedness",
+                     "negativity")
+"""The metrics :func:`layer_metrics` records for every layer (the others: one value, or one per class)."""
+
+
 def layer_metrics(features: list[torch.Tensor], weights: list[torch.Tensor | None], labels: torch.Tensor,
                   num_classes: int | None = None,
                   preactivations: list[torch.Tensor | None] | None = None) -> dict[str, list[float]]:
@@ -137,9 +142,7 @@ def layer_metrics(features: list[torch.Tensor], weights: list[torch.Tensor | Non
     negativity) is recorded as NaN instead of stopping the run."""
     with torch.no_grad():
         K = num_classes or int(labels.max()) + 1
-        names = ("nc1_trace_ratio", "nc1_pinv", "nc2_condition_number", "nc2_etf_distance", "balancedness",
-                 "negativity")
-        out: dict[str, list[float]] = {name: [] for name in names}
+        out: dict[str, list[float]] = {name: [] for name in PER_LAYER_METRICS}
         pre = preactivations or [None] * len(features)
         for i, Z in enumerate(features):
             s = metrics.class_stats(Z, labels, K)
