@@ -220,3 +220,9 @@ def test_errors_for_labels_out_of_range_dimension_and_degenerate_means():
         m.balancedness(np.ones((2, 3)), np.ones((4, 2)))
     with pytest.raises(ValueError, match="received no samples"):
         m.StreamingClassStats(3, 3).update(Z[:2], np.array([0, 1])).finalize()
+
+
+@pytest.mark.parametrize("shape", [(600, 40), (40, 600), (30, 30), (50, 35)])
+def test_op_norm_from_the_small_gram_equals_the_svd(shape):
+    A = torch.randn(*shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    assert abs(float(m._op_norm(A)) / float(torch.linalg.svdvals(A)[0]) - 1) < 1e-12
