@@ -3,6 +3,7 @@ from an explicit root (downloaded only when the caller asks)."""
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from pathlib import Path
 
@@ -158,9 +159,11 @@ def blur_classes(X: torch.Tensor, labels: torch.Tensor, classes: tuple[int, ...]
     present = set(torch.unique(labels).tolist())
     if not set(classes) <= present:
         raise ValueError(f"classes {sorted(set(classes) - present)} do not occur in the labels {sorted(present)}")
-    imgs = X.reshape(len(X), *image_shape) if X.ndim == 2 else X
-    if imgs.shape[1:] != torch.Size(image_shape) and X.ndim == 2:
+    if X.ndim == 2 and X.shape[1] != math.prod(image_shape):
         raise ValueError(f"flattened X of width {X.shape[1]} does not match image_shape {image_shape}")
+    if X.ndim not in (2, 4):
+        raise ValueError(f"X must be images (N, C, H, W) or flattened (N, C*H*W), got shape {tuple(X.shape)}")
+    imgs = X.reshape(len(X), *image_shape) if X.ndim == 2 else X
     mask = torch.isin(labels, torch.as_tensor(classes, device=labels.device))
     padded = torch.nn.functional.pad(imgs[mask], (size // 2,) * 4, mode="replicate")
     out = imgs.clone()

@@ -118,6 +118,64 @@ def run_head_depth_sweep(cfg: HeadDepthSweep, device: str = "cpu", progress: boo
     return out
 
 
+@dataclass(frozen=True)
+class ResNetHeadDepth:
+    """Jacot et al. Sec. 6, Fig. 2 right and Fig. 5: a ResNet backbone (depth ``resnet_depth``, base width
+    ``resnet_width``) followed by one ReLU layer and L2 linear layers of width ``head_width``, for every L2 in
+    ``depths``; MSE loss, SGD with weight decay on every parameter, lr dropped ten-fold at 80%."""
+
+    dataset: str = "mnist5k"
+    per_class: int | None = 50
+    resnet_depth: int = 8
+    resnet_width: int = 8
+    head_width: int = 64
+    depths: tuple[int, ...] = (1, 2, 3, 4, 5, 6)
+    weight_decays: tuple[float, ...] = (1e-3, 4e-3)
+    seeds: tuple[int, ...] = (0,)
+    epochs: int = 60
+    batch_size: int = 100
+    lr: float = 0.05
+    momentum: float = 0.9
+    lr_drops: tuple[float, ...] = (0.8,)
+    record_every_epochs: int = 10
+    data_root: str = "~/data"
+    download: bool = False
+
+    def __post_init__(self):
+        if not self.depths or min(self.depths) < 1:
+            raise ValueError(f"depths (linear layers) must be >= 1, got {self.depths}")
+
+
+def run_resnet_head_depth(cfg: ResNetHeadDepth, device: str = "cpu", progress: bool = True,
+                          checkpoint: Path | None = None) -> dict[str, np.ndarray]:
+    """Arrays [depth, seed, weight decay, record(, layer)]; layer 0 is the backbone's output, layer 1 the ReLU layer,
+    then the linear head; padded with NaN."""
+    X, y = _image_data(cfg.dataset, cfg.per_class, device, cfg.data_root, cfg.download, flatten=False)
+    per_epoch = math.ceil(len(y) / cfg.batch_size)
+    runs = []
+    for depth in cfg.depths:
+        hists = []
+        for seed in cfg.seeds:
+            for wd in cfg.weight_decays:
+                torch.manual_seed(seed)
+                backbone, dim = resnet_backbone(cfg.resnet_depth, X.shape[1], cfg.resnet_width)
+                model = BackboneHead(backbone, dim, [cfg.head_width] * depth + [10], 1).to(device)
+                tc = TrainConfig(steps=cfg.epochs * per_epoch, lr=cfg.lr, weight_decay=wd, momentum=cfg.momentum,
+                                 batch_size=cfg.batch_size, lr_drops=cfg.lr_drops,
+                                 record_every=cfg.record_every_epochs * per_epoch)
+                hists.append(train_module(model, X, y, tc, seed=seed, progress=progress,
+                                          checkpoint=_ckpt(checkpoint, f"L{depth}-{seed}-{wd:g}"),
+                                          checkpoint_every=max(1, tc.steps // 10)))
+        runs.append(_stack_histories(hists, (len(cfg.seeds), len(cfg.weight_decays))))
+    out = {"depths": np.array(cfg.depths), "seeds": np.array(cfg.seeds), "weight_decays": np.array(cfg.weight_decays),
+           "steps": runs[0]["steps"], "epochs": runs[0]["steps"] / per_epoch,
+           "num_layers": np.array([d + 2 for d in cfg.depths])}
+    for name in runs[0]:
+        if name != "steps":
+            out[name] = _pad_stack([r[name] for r in runs])
+    return out
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Jacot et al., Figure 3: the depth of the non-linear part
 
@@ -305,8 +363,11 @@ class WeightDecayAblation:
 
 
 def _image_data(dataset: str, per_class: int | None, device: str, data_root: str, download: bool, flatten: bool):
-    if dataset == "mnist5k":
-        return data.mnist5k(per_class=per_class or 500, device=device, flatten=flatten)
+    """Training images (N, C, H, W), or flattened: shipped MNIST-5k or digits, or a full data set from disk."""
+    if dataset in ("mnist5k", "digits"):
+        X, y = load_data(dataset, per_class, 0, device, torch.float32)
+        side = 28 if dataset == "mnist5k" else 8
+        return (X, y) if flatten else (X.reshape(len(X), 1, side, side), y)
     return data.load_dataset(dataset, data_root, download=download, per_class=per_class, device=device,
                              flatten=flatten)
 
@@ -387,8 +448,10 @@ def run_blurred_classes(cfg: BlurredClasses, device: str = "cpu", progress: bool
                         checkpoint: Path | None = None) -> dict[str, np.ndarray]:
     """Arrays [setting, seed, record(, layer or class)]; setting 0 is the clean baseline, then one per last-layer
     weight decay on the blurred data."""
-    X, y = _image_data(cfg.dataset, cfg.per_class, device, cfg.data_root, cfg.download, cfg.arch == "mlp")
+    X, y = _image_data(cfg.dataset, cfg.per_class, device, cfg.data_root, cfg.download, flatten=False)
     Xb = data.blur_classes(X, y, cfg.blurred, cfg.blur)
+    if cfg.arch == "mlp":
+        X, Xb = X.reshape(len(X), -1), Xb.reshape(len(Xb), -1)
     per_epoch = math.ceil(len(y) / cfg.batch_size)
     base = dict(steps=cfg.epochs * per_epoch, lr=cfg.lr, weight_decay=cfg.base_decay, loss=cfg.loss,
                 batch_size=cfg.batch_size, momentum=cfg.momentum, lr_drops=cfg.lr_drops,

@@ -27,6 +27,20 @@ from .experiments import (
     run_head_depth,
     run_mlp_collapse,
 )
+from .reproduce import (
+    BlurredClasses,
+    HeadDepthSweep,
+    LayerwiseTraining,
+    NonlinearDepthSweep,
+    ResNetHeadDepth,
+    WeightDecayAblation,
+    run_blurred_classes,
+    run_head_depth_sweep,
+    run_layerwise,
+    run_nonlinear_depth_sweep,
+    run_resnet_head_depth,
+    run_weight_decay_ablation,
+)
 
 
 @dataclass(frozen=True)
@@ -53,6 +67,7 @@ class Experiment:
 
 _TRAINING_MODULES = ("experiments", "train", "nets", "metrics", "data")
 _BOUNDS_MODULES = (*_TRAINING_MODULES, "bounds")
+_REPRODUCE_MODULES = ("reproduce", *_TRAINING_MODULES)
 
 EXPERIMENTS: dict[str, Experiment] = {
     "jacot_mlp": Experiment(
@@ -127,6 +142,102 @@ EXPERIMENTS: dict[str, Experiment] = {
         },
         modules=(*_BOUNDS_MODULES, "stability"),
         notes={"paper": "Jacot et al. discuss but do not run this; a larger version for a GPU"},
+    ),
+    # ---- Part IV: the experiments of both papers
+    "jacot_head_depth": Experiment(
+        name="jacot_head_depth",
+        description="MLP, 5 ReLU layers + a linear head of 1-5 layers, 2 weight decays (Jacot et al. Fig. 2 left)",
+        run=run_head_depth_sweep,
+        scales={
+            "tiny": HeadDepthSweep(dataset="digits", per_class=10, num_nonlinear=2, depths=(1, 2), width=16,
+                                   seeds=(0,), steps=20, record_every=10),
+            "cpu": HeadDepthSweep(),
+            "paper": HeadDepthSweep(dataset="mnist", per_class=None, width=1024, seeds=(0, 1, 2, 3, 4),
+                                    steps=100_000, lr=1e-3, momentum=0.0, batch_size=128, record_every=2000),
+        },
+        modules=_REPRODUCE_MODULES,
+        notes={"paper": "Jacot et al. Sec. 6: MNIST, 5 non-linear layers, 1-5 linear, weight decay 0.001 and 0.004, "
+                        "lr 0.001, 5 runs. Width, optimiser, batch and length are not stated: width 1024, SGD with "
+                        "batch 128 for 100k steps (~213 epochs) are our assumptions."},
+    ),
+    "jacot_resnet_head": Experiment(
+        name="jacot_resnet_head",
+        description="ResNet + 1 ReLU layer + 1-6 linear layers, 2 weight decays (Jacot et al. Fig. 2 right, Fig. 5)",
+        run=run_resnet_head_depth,
+        scales={
+            "tiny": ResNetHeadDepth(per_class=4, resnet_width=4, head_width=12, depths=(1, 2), weight_decays=(1e-3,),
+                                    epochs=2, batch_size=20, record_every_epochs=1),
+            "cpu": ResNetHeadDepth(),
+            "paper": ResNetHeadDepth(dataset="cifar10", per_class=None, resnet_depth=20, resnet_width=16,
+                                     head_width=256, seeds=(0, 1, 2, 3, 4), epochs=5000, batch_size=128, lr=1e-3,
+                                     momentum=0.0, record_every_epochs=100),
+        },
+        modules=_REPRODUCE_MODULES,
+        notes={"paper": "Jacot et al. Sec. 6: ResNet20 on CIFAR-10, one non-linear head layer and 1-6 linear, weight "
+                        "decay 0.001/0.004, lr 0.001, 5000 epochs. Head width and batch size are our assumptions. "
+                        "Fig. 5 (MNIST): --set dataset=mnist."},
+    ),
+    "jacot_nonlinear_depth": Experiment(
+        name="jacot_nonlinear_depth",
+        description="MLPs with 4-12 ReLU layers: balancedness and negativity of the non-linear layers (Jacot Fig. 3)",
+        run=run_nonlinear_depth_sweep,
+        scales={
+            "tiny": NonlinearDepthSweep(dataset="digits", per_class=10, depths=(3, 4), num_linear=1, width=16,
+                                        seeds=(0,), lrs=(0.01,), steps=20, record_every=10),
+            "cpu": NonlinearDepthSweep(),
+            "paper": NonlinearDepthSweep(dataset="mnist", per_class=None, width=1024, lrs=(1e-3, 2e-3),
+                                         seeds=(0, 1, 2, 3, 4), steps=100_000, momentum=0.0, batch_size=128,
+                                         init="default", record_every=2000),
+        },
+        modules=_REPRODUCE_MODULES,
+        notes={"paper": "Jacot et al. Sec. 6: non-linear depth 4-12 (first two layers = backbone), lr 0.001 or "
+                        "0.002, 5 runs, weight decay 0.016/L. Linear-head depth, width and optimiser are not stated; "
+                        "3 linear layers, width 1024, SGD batch 128 are our assumptions."},
+    ),
+    "tirer_layerwise": Experiment(
+        name="tirer_layerwise",
+        description="MLP grown and trained one hidden layer at a time: NC1 of the deepest features (Tirer Fig. 2)",
+        run=run_layerwise,
+        scales={
+            "tiny": LayerwiseTraining(dataset="digits", per_class=10, width=16, num_layers=3, epochs=1, batch_size=32,
+                                      seeds=(0,)),
+            "cpu": LayerwiseTraining(),
+            "paper": LayerwiseTraining(dataset="cifar10", per_class=None, width=3072, seeds=(0,)),
+        },
+        modules=_REPRODUCE_MODULES,
+        notes={"paper": "Tirer et al. App. E.1 exactly: CIFAR-10, 10 hidden layers of 3072 units with batch norm, "
+                        "3 epochs of Adam (lr 1e-4, batch 256, cross-entropy) per added layer."},
+    ),
+    "tirer_wd_ablation": Experiment(
+        name="tirer_wd_ablation",
+        description="weight decay doubled/zeroed on the last layer vs the feature layers, MSE and CE (Tirer Fig. 3)",
+        run=run_weight_decay_ablation,
+        scales={
+            "tiny": WeightDecayAblation(dataset="digits", per_class=10, hidden=(16, 16), seeds=(0,), epochs=2,
+                                        batch_size=32, record_every_epochs=1),
+            "cpu": WeightDecayAblation(hidden=(128, 128, 128), epochs=60, record_every_epochs=5),
+            "paper": WeightDecayAblation(dataset="cifar10", per_class=None, arch="resnet18", batch_size=256,
+                                         epochs=100, record_every_epochs=5),
+        },
+        modules=_REPRODUCE_MODULES,
+        notes={"paper": "Tirer et al. Sec. 6 / App. E.2 exactly: ResNet18, SGD batch 256, lr 0.05 / 10 every 40 "
+                        "epochs, momentum 0.9, weight decay 5e-4, 100 epochs, 3 seeds. Figs. 4-5 and Table 1's "
+                        "MNIST columns: --set dataset=mnist --set per_class=3000 (or 5000)."},
+    ),
+    "tirer_blur": Experiment(
+        name="tirer_blur",
+        description="digits 4 and 9 blurred, last-layer weight decay 5e-4, 5e-5, 0: per-class NC1 (Tirer Fig. 6)",
+        run=run_blurred_classes,
+        scales={
+            "tiny": BlurredClasses(dataset="digits", per_class=10, hidden=(16, 16), blur=3, seeds=(0,), epochs=2,
+                                   batch_size=32, record_every_epochs=1),
+            "cpu": BlurredClasses(hidden=(128, 128, 128), epochs=60, record_every_epochs=5),
+            "paper": BlurredClasses(dataset="mnist", per_class=3000, arch="resnet18", batch_size=256, epochs=100,
+                                    record_every_epochs=5),
+        },
+        modules=_REPRODUCE_MODULES,
+        notes={"paper": "Tirer et al. App. E.2: ResNet18 on MNIST with 3K samples per class, digits 4 and 9 blurred "
+                        "by a 9x9 uniform kernel, last-layer weight decay 5e-4, 5e-5, 0, baseline schedule."},
     ),
 }
 
