@@ -313,3 +313,156 @@ def plot_head_depth(singular_values: dict, depth: int) -> Figure:
     b.set_title(r"$\kappa(W_L)\to1$ as the head deepens", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Part IV: the papers' figures from cached results
+
+
+def _band(ax, x, values, color, label, log: bool = True, **kw) -> None:
+    """Mean over the first axis with a +-1 sd band (NaNs ignored), as in the papers' figures."""
+    v = np.asarray(values, dtype=float)
+    mean, sd = np.nanmean(v, axis=0), np.nanstd(v, axis=0)
+    ax.plot(x, mean, color=color, label=label, **kw)
+    lo = np.maximum(mean - sd, mean * 1e-3) if log else mean - sd
+    ax.fill_between(x, lo, mean + sd, color=color, alpha=0.2, lw=0)
+    if log:
+        ax.set_yscale("log")
+
+
+def plot_layer_dynamics(result: dict, seeds: list[int], first: int, wd_index: int = 0) -> Figure:
+    """Jacot et al. Fig. 1 / 4 (top): NC1, NC2, balancedness and negativity of layers ``first``.. over training,
+    mean +- 1 sd over the listed seed indices; the learning-rate drop is marked."""
+    steps = result["steps"]
+    L = result["nc1_pinv"].shape[-1]
+    layers = list(range(first, L))
+    colors = layer_colors(len(layers))
+    fig, axes = plt.subplots(1, 4, figsize=(14, 3.1))
+    panels = [("nc1_trace_ratio", r"NC1 = tr$\Sigma_W$/tr$\Sigma_B$"),
+              ("nc2_condition_number", r"NC2 = $\kappa(\bar Z)$"),
+              ("balancedness", "balancedness of $(W_\\ell, W_{\\ell+1})$"), ("negativity", "negativity of layer ℓ")]
+    for ax, (name, title) in zip(axes, panels):
+        for c, layer in zip(colors, layers):
+            v = result[name][seeds, wd_index, :, layer]
+            if np.isfinite(v).any():
+                _band(ax, steps, v, c, f"layer {layer + 1}")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("GD step")
+    axes[0].legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def plot_class_mean_cosines(result: dict, seed: int, layers: list[int], wd_index: int = 0) -> Figure:
+    """Jacot et al. Fig. 1 (bottom): cosines between class means of the given layers at the end of training."""
+    fig, axes = plt.subplots(1, len(layers), figsize=(3.3 * len(layers), 2.9))
+    for ax, layer in zip(np.atleast_1d(axes), layers):
+        im = ax.imshow(result["class_mean_cosines"][seed, wd_index, layer], vmin=-1, vmax=1, cmap="RdBu_r")
+        ax.set_title(f"layer {layer + 1}", fontsize=9)
+        ax.grid(False)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.colorbar(im, ax=axes, fraction=0.025)
+    return fig
+
+
+def plot_head_depth_sweep(result: dict, j: int, first: int) -> Figure:
+    """Jacot et al. Fig. 2: NC1 and NC2 of the first layer of the linear head (layer index ``first``, the last
+    non-linear output) and of its last layer (the input of the classifier) against the head's depth, weight decay
+    index j, mean +- 1 sd over seeds."""
+    from .compare import head_ends
+
+    depths = np.asarray(result["depths"])
+    ends = head_ends(result, first)
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.1))
+    for ax, name, title in [(axes[0], "nc1_trace_ratio", r"NC1 = tr$\Sigma_W$/tr$\Sigma_B$"),
+                            (axes[1], "nc2_condition_number", r"NC2 = $\kappa(\bar Z)$")]:
+        for which, color in (("first", "C0"), ("last", "C3")):
+            v = np.array([result[name][d, :, j, -1, ends[which][d]] for d in range(len(depths))]).T
+            _band(ax, depths, v, color, f"{which} layer of the linear head", marker="o")
+        ax.set_xlabel("linear layers $L_2$")
+        ax.set_xticks(depths)
+        ax.set_title(title, fontsize=9)
+    axes[1].legend(fontsize=7)
+    fig.suptitle(f"weight decay λ = {float(result['weight_decays'][j]):g}", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def plot_nonlinear_depth(result: dict, backbone: int) -> Figure:
+    """Jacot et al. Fig. 3: min and mean balancedness and negativity of the measured non-linear layers against the
+    non-linear depth, one colour per learning rate, mean +- 1 sd over seeds."""
+    from .compare import nonlinear_layer_summary
+
+    depths = np.asarray(result["depths"])
+    fig, axes = plt.subplots(1, 4, figsize=(14, 3.1))
+    for name, pair in (("balancedness", axes[:2]), ("negativity", axes[2:])):
+        s = nonlinear_layer_summary(result, name, backbone)
+        for ax, kind in zip(pair, ("min", "mean")):
+            for i, lr in enumerate(result["lrs"]):
+                _band(ax, depths, s[kind][:, i].T, f"C{i}", f"lr {float(lr):g}", log=name == "balancedness",
+                      marker="o")
+            ax.set_title(f"{kind} {name}", fontsize=9)
+            ax.set_xlabel("non-linear layers $L_1$")
+            ax.set_xticks(depths)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plot_layerwise_training(result: dict) -> Figure:
+    """Tirer et al. Fig. 2: NC1 and gNC1 of the deepest features as hidden layers are added and trained one by one."""
+    k = result["hidden_layers"]
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.0))
+    for ax, name, title in [(axes[0], "nc1_pinv", r"NC1 = tr($\Sigma_W\Sigma_B^\dagger$)/K"),
+                            (axes[1], "nc1_trace_ratio", r"gNC1 = tr$\Sigma_W$/tr$\Sigma_B$"),
+                            (axes[2], "train_error", "training error")]:
+        _band(ax, k, result[name], "C0", "mean ± sd over seeds", log=name != "train_error", marker="o")
+        ax.set_xlabel("hidden layers")
+        ax.set_xticks(k)
+        ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def plot_wd_ablation(result: dict, loss_index: int, layer: int = -2) -> Figure:
+    """Tirer et al. Fig. 3: NC1 and NC2 of the deepest features over training for the five weight-decay settings
+    (doubling on the left, zeroing on the right), mean +- 1 sd over seeds."""
+    from .reproduce import ABLATIONS
+
+    x = result["epochs"]
+    fig, axes = plt.subplots(1, 4, figsize=(14, 3.1))
+    groups = [(0, 1, 2), (0, 3, 4)]
+    for col, (name, title) in enumerate([("nc1_pinv", r"NC1 = tr($\Sigma_W\Sigma_B^\dagger$)/K"),
+                                         ("nc2_etf_distance", "NC2 (distance to the simplex ETF)")]):
+        for g, settings in enumerate(groups):
+            ax = axes[2 * col + g]
+            for s in settings:
+                _band(ax, x, result[name][loss_index, :, s, :, layer], ["k", "C0", "C3", "C0", "C3"][s],
+                      ABLATIONS[s], ls="--" if s in (3, 4) else "-")
+            ax.set_title(title, fontsize=9)
+            ax.set_xlabel("epoch")
+            ax.legend(fontsize=6)
+    fig.tight_layout()
+    return fig
+
+
+def plot_blur(result: dict, blurred: tuple[int, ...], seed: int = 0) -> Figure:
+    """Tirer et al. Fig. 6: per-class NC1 of the deepest features over training, for the clean baseline and for each
+    last-layer weight decay on the data with blurred classes (thick lines), one seed."""
+    x = result["epochs"]
+    titles = ["clean data, baseline"] + [f"blurred, last-layer WD {float(w):g}" for w in result["last_decays"]]
+    fig, axes = plt.subplots(1, len(titles), figsize=(3.4 * len(titles), 3.0), sharey=True)
+    for ax, s, title in zip(axes, range(len(titles)), titles):
+        per = result["nc1_per_class"][s, seed]
+        for k in range(per.shape[-1]):
+            ax.plot(x, per[:, k], color="C3" if k in blurred else "0.6", lw=2 if k in blurred else 0.8,
+                    label=("blurred classes" if k == blurred[0] else None) if k in blurred else
+                    ("other classes" if k == 0 else None))
+        ax.set_yscale("log")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("epoch")
+    axes[0].set_ylabel(r"per-class NC1$^{(k)}$")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,52 @@
+"""Part IV's results read against the papers: the quantities their claims are about, and their published numbers.
+
+Kept apart from :mod:`ncbook.reproduce` (which produces the results and is part of their cache key), so that
+reading a result differently never makes it stale."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .reproduce import nonlinear_layer_summary
+
+__all__ = ["TIRER_TABLE1", "ablation_table", "deviation_from_baseline", "final_mean_sd", "head_ends",
+           "nonlinear_layer_summary"]
+# reading the results: the quantities the papers' claims are about
+
+
+def head_ends(result: dict[str, np.ndarray], first: int) -> dict[str, np.ndarray]:
+    """Per depth, the layer index of the linear head's first layer (its input: the output of the last non-linear
+    layer, index ``first``) and of its last layer (the input of the classifier, index num_layers - 2); they
+    coincide for a one-layer head."""
+    last = np.asarray(result["num_layers"]) - 2
+    return {"first": np.full_like(last, first), "last": last}
+
+
+def final_mean_sd(values: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and (population) standard deviation over the seed axis, as the papers report them."""
+    return np.nanmean(values, axis=axis), np.nanstd(values, axis=axis)
+
+
+def ablation_table(result: dict[str, np.ndarray], layer: int = -2) -> dict[str, np.ndarray]:
+    """Tirer et al. Table 1 from a :class:`WeightDecayAblation` result: NC1 and NC2 (ETF distance) of the deepest
+    features at the end of training, mean and sd over seeds, indexed [loss, setting]."""
+    out = {}
+    for name, key in (("nc1_pinv", "NC1"), ("nc2_etf_distance", "NC2")):
+        mean, sd = final_mean_sd(result[name][:, :, :, -1, layer], axis=1)
+        out[key], out[key + "_sd"] = mean, sd
+    return out
+
+
+TIRER_TABLE1 = {
+    "CIFAR-10, MSE": {"NC1": (0.0061, 0.0055, 0.0022, 0.0048, 0.0280), "NC2": (0.111, 0.101, 0.070, 0.101, 0.226)},
+    "CIFAR-10, CE": {"NC1": (0.062, 0.040, 0.024, 0.104, 0.174), "NC2": (0.173, 0.161, 0.131, 0.195, 0.331)},
+    "MNIST, MSE": {"NC1": (8e-4, 5e-4, 4e-4, 1.7e-3, 41e-3), "NC2": (0.072, 0.055, 0.048, 0.108, 0.303)},
+    "MNIST, CE": {"NC1": (0.004, 0.003, 0.002, 0.009, 0.031), "NC2": (0.115, 0.102, 0.101, 0.147, 0.198)},
+}
+"""The means of Tirer et al. Table 1 (ResNet18, 3 seeds), in the order of :data:`ABLATIONS`, as published."""
+
+
+def deviation_from_baseline(table: dict[str, np.ndarray], key: str) -> np.ndarray:
+    """|metric(setting) - metric(baseline)| for the four modified settings, [loss, setting 1..4]."""
+    v = np.asarray(table[key])
+    return np.abs(v[..., 1:] - v[..., :1])
