@@ -3,6 +3,7 @@ exponent of Theorem 5.2, and the NTK and Hessian tools of Proposition 5.3."""
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from scipy.integrate import quad
@@ -123,3 +124,20 @@ def test_proposition_5_3_ntk_lower_bound(digits100):
         th = bounds.theorem_3_1(model, X, y)
         r = max(bounds.op_norm(W) for W in model.weights)
         assert bounds.ntk_op_norm(model, X) >= bounds.ntk_lower_bound(th.s_K_Y, th.eps1, th.K, r, L2)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_sharpened_prop_53_holds_on_any_network(seed):
+    """Chapter 7's sharpened Prop. 5.3 needs no interpolation: ||Theta|| >= L2 s_1(Z_L)^2 / r^2 and every tail
+    kappa(W_{L:l+1}) <= sqrt(||Theta||) r / s_K(Z_L), r the largest operator norm of a linear layer."""
+    torch.manual_seed(seed)
+    X, y = data.gaussian_mixture(3, 6, 5, seed=seed)
+    L1, L2 = 1, 3
+    model = MLP([5, 9, 7, 6, 3], L1).double()
+    with torch.no_grad():
+        sv = torch.linalg.svdvals(model(X))
+    r = max(bounds.op_norm(W) for W in model.weights[L1:])
+    ntk = bounds.ntk_op_norm(model, X)
+    assert ntk >= L2 * float(sv[0]) ** 2 / r ** 2
+    for i in range(L1 + 1, L1 + L2):
+        assert bounds.kappa(bounds.product(model.weights[i:]), 3) <= np.sqrt(ntk) * r / float(sv[2]) * (1 + 1e-12)
