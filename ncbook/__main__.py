@@ -21,7 +21,7 @@ from dataclasses import fields
 from tqdm.auto import tqdm
 
 from . import cache
-from .runner import EXPERIMENTS, get_experiment, regen_command, run_and_cache, verify
+from .runner import EXPERIMENTS, get_experiment, regen_command, run_and_cache, shipped_cost, verify
 
 
 def resolve_device(device: str) -> str:
@@ -67,7 +67,8 @@ def parse_assignments(items: list[str], cfg_type, multi: bool) -> dict:
 
 
 def cmd_list(_args) -> int:
-    rows = [("experiment", "scale", "status", "description")]
+    cost = shipped_cost()
+    rows = [("experiment", "scale", "status", "wall time", "size", "description")]
     for name, exp in EXPERIMENTS.items():
         for scale in exp.scales:
             cfg = exp.config(scale)
@@ -76,8 +77,13 @@ def cmd_list(_args) -> int:
                 status = "cached"
             except cache.CacheError as err:
                 status = {"missing": "not cached"}.get(err.kind, err.kind)
-            rows.append((name, scale, status, exp.description if scale == "tiny" else ""))
+            wall, size = cost.get((name, scale), (None, None))
+            rows.append((name, scale, status, "" if wall is None else f"{wall:.0f} s",
+                         "" if size is None else f"{size / 1e3:.0f} kB", exp.description if scale == "tiny" else ""))
     _table(rows)
+    total_wall = sum(w for w, _ in cost.values())
+    total_size = sum(b for _, b in cost.values())
+    print(f"\n{len(cost)} stored results: {total_wall / 60:.1f} min of recorded wall time, {total_size / 1e6:.2f} MB")
     return 0
 
 

@@ -184,7 +184,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         scales={
             "tiny": NonlinearDepthSweep(dataset="digits", per_class=10, depths=(3, 4), num_linear=1, width=16,
                                         seeds=(0,), lrs=(0.01,), steps=20, record_every=10),
-            "cpu": NonlinearDepthSweep(),
+            "cpu": NonlinearDepthSweep(lrs=(0.005, 0.01), steps=3000),
             "paper": NonlinearDepthSweep(dataset="mnist", per_class=None, width=1024, lrs=(1e-3, 2e-3),
                                          seeds=(0, 1, 2, 3, 4), steps=100_000, momentum=0.0, batch_size=128,
                                          init="default", record_every=2000),
@@ -292,6 +292,17 @@ def verify(root: Path | None = None) -> list[tuple[str, str, str]]:
         except (cache.CacheError, KeyError, ValueError) as err:
             rows.append((name, tag, str(err)))
     return rows
+
+
+def shipped_cost(root: Path | None = None) -> dict[tuple[str, str], tuple[float, int]]:
+    """(wall time in seconds from the manifest, bytes on disk of .npz + .json) of every stored result."""
+    out = {}
+    for manifest_path in sorted((root or cache.RESULTS_DIR).glob("*/*.json")):
+        name, tag = manifest_path.parent.name, manifest_path.stem
+        manifest = cache.read_manifest(name, tag, root)
+        size = manifest_path.stat().st_size + manifest_path.with_suffix(".npz").stat().st_size
+        out[(name, tag)] = (float(manifest["provenance"]["wall_time_s"]), size)
+    return out
 
 
 def _scale_tag(scale: str, overrides: dict) -> str:

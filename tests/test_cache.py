@@ -120,3 +120,12 @@ def test_every_shipped_result_verifies():
     rows = runner.verify()
     assert rows, "no shipped results found under results/"
     assert all(status == "ok" for _, _, status in rows), rows
+
+
+def test_shipped_results_fit_the_budget():
+    """Every shipped result is a `cpu` one; together they regenerate in at most 3 hours of recorded wall time on the
+    2-core machine that made them and take at most 50 MB (Part IV's budget)."""
+    cost = runner.shipped_cost()
+    assert cost and all(tag.split("--")[0] == "cpu" for _, tag in cost)
+    assert sum(w for w, _ in cost.values()) <= 3 * 3600
+    assert sum(b for _, b in cost.values()) <= 50e6
