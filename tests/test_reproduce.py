@@ -137,3 +137,27 @@ def test_part_four_experiments_run_at_tiny_scale(name):
         summary = reproduce.nonlinear_layer_summary(out, "balancedness", cfg.backbone)
         assert summary["min"].shape == (len(cfg.depths), len(cfg.lrs), len(cfg.seeds))
         assert (summary["min"] <= summary["mean"]).all()
+
+
+@pytest.mark.parametrize("name", ["tirer_wd_ablation", "tirer_blur"])
+def test_paper_architecture_path_runs(name):
+    """The `paper` scale trains ResNet18 with train_module; its code path runs at tiny scale (8x8 digits)."""
+    exp = runner.get_experiment(name)
+    cfg = exp.config("tiny", arch="resnet18", per_class=3, epochs=1, batch_size=16,
+                     **({"losses": ("ce",)} if name == "tirer_wd_ablation" else {}))
+    out = exp.run(cfg, progress=False)
+    assert np.isfinite(out["loss"]).all()
+    assert out["nc1_pinv"].shape[-1] == 2          # the backbone's output H and the logits
+
+
+def test_paper_configurations_follow_the_papers():
+    abl = runner.get_experiment("tirer_wd_ablation").config("paper")
+    assert (abl.arch, abl.dataset, abl.batch_size, abl.lr, abl.momentum, abl.base_decay, abl.epochs) == \
+        ("resnet18", "cifar10", 256, 0.05, 0.9, 5e-4, 100)
+    assert abl.lr_drops == (0.4, 0.8) and len(abl.seeds) == 3               # /10 every 40 epochs of 100
+    lw = runner.get_experiment("tirer_layerwise").config("paper")
+    assert (lw.dataset, lw.width, lw.num_layers, lw.epochs, lw.batch_size, lw.lr) == ("cifar10", 3072, 10, 3, 256, 1e-4)
+    nd = runner.get_experiment("jacot_nonlinear_depth").config("paper")
+    assert nd.depths == (4, 6, 8, 10, 12) and nd.lrs == (1e-3, 2e-3) and nd.total_decay == 0.016
+    hd = runner.get_experiment("jacot_head_depth").config("paper")
+    assert hd.depths == (1, 2, 3, 4, 5) and hd.weight_decays == (1e-3, 4e-3) and hd.lr == 1e-3
