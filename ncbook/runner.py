@@ -263,7 +263,8 @@ def run_and_cache(name: str, scale: str, device: str = "cpu", progress: bool = T
                             command or f"python -m ncbook run {name} --scale {scale} --device {device}")
     manifest = cache.save(name, tag, {"experiment": name, **asdict(cfg)}, key, arrays, prov, root,
                           extra={"base_scale": scale, "overrides": overrides})
-    ckpt.unlink(missing_ok=True)
+    for part in ckpt.parent.glob(ckpt.stem + ".*"):     # the run's checkpoint and those of its parts
+        part.unlink(missing_ok=True)
     return manifest
 
 

@@ -161,3 +161,10 @@ def test_paper_configurations_follow_the_papers():
     assert nd.depths == (4, 6, 8, 10, 12) and nd.lrs == (1e-3, 2e-3) and nd.total_decay == 0.016
     hd = runner.get_experiment("jacot_head_depth").config("paper")
     assert hd.depths == (1, 2, 3, 4, 5) and hd.weight_decays == (1e-3, 4e-3) and hd.lr == 1e-3
+
+
+def test_a_finished_run_leaves_no_checkpoints(tmp_path):
+    """Multi-part runs checkpoint each part; once the result is stored, none of those files remain."""
+    runner.run_and_cache("tirer_wd_ablation", "tiny", progress=False, root=tmp_path)
+    assert not list((tmp_path / ".checkpoints").iterdir())
+    assert runner.verify(tmp_path) == [("tirer_wd_ablation", "tiny", "ok")]
