@@ -9,7 +9,7 @@ import numpy as np
 
 from .reproduce import nonlinear_layer_summary
 
-__all__ = ["TIRER_TABLE1", "ablation_table", "deviation_from_baseline", "final_mean_sd", "head_ends",
+__all__ = ["TIRER_TABLE1", "ablation_table", "deviation_from_baseline", "final_mean_sd", "head_ends", "head_values",
            "nonlinear_layer_summary"]
 # reading the results: the quantities the papers' claims are about
 
@@ -20,6 +20,13 @@ def head_ends(result: dict[str, np.ndarray], first: int) -> dict[str, np.ndarray
     coincide for a one-layer head."""
     last = np.asarray(result["num_layers"]) - 2
     return {"first": np.full_like(last, first), "last": last}
+
+
+def head_values(result: dict[str, np.ndarray], name: str, first: int) -> dict[str, np.ndarray]:
+    """Metric ``name`` at the end of training at the linear head's first and last layer (:func:`head_ends`),
+    each indexed [depth, seed, weight decay] (Jacot et al. Fig. 2)."""
+    ends = head_ends(result, first)
+    return {w: np.array([result[name][d, ..., -1, ends[w][d]] for d in range(len(ends[w]))]) for w in ends}
 
 
 def final_mean_sd(values: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:

@@ -370,15 +370,15 @@ def plot_head_depth_sweep(result: dict, j: int, first: int) -> Figure:
     """Jacot et al. Fig. 2: NC1 and NC2 of the first layer of the linear head (layer index ``first``, the last
     non-linear output) and of its last layer (the input of the classifier) against the head's depth, weight decay
     index j, mean +- 1 sd over seeds."""
-    from .compare import head_ends
+    from .compare import head_values
 
     depths = np.asarray(result["depths"])
-    ends = head_ends(result, first)
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.1))
     for ax, name, title in [(axes[0], "nc1_trace_ratio", r"NC1 = tr$\Sigma_W$/tr$\Sigma_B$"),
                             (axes[1], "nc2_condition_number", r"NC2 = $\kappa(\bar Z)$")]:
+        values = head_values(result, name, first)
         for which, color in (("first", "C0"), ("last", "C3")):
-            v = np.array([result[name][d, :, j, -1, ends[which][d]] for d in range(len(depths))]).T
+            v = values[which][:, :, j].T
             _band(ax, depths, v, color, f"{which} layer of the linear head", marker="o")
         ax.set_xlabel("linear layers $L_2$")
         ax.set_xticks(depths)

@@ -69,8 +69,8 @@ _TRAINING_MODULES = ("experiments", "train", "nets", "metrics", "data")
 _BOUNDS_MODULES = (*_TRAINING_MODULES, "bounds")
 _REPRODUCE_MODULES = ("reproduce", *_TRAINING_MODULES)
 
-EXPERIMENTS: dict[str, Experiment] = {
-    "jacot_mlp": Experiment(
+EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
+    Experiment(
         name="jacot_mlp",
         description="MLP with a deep linear head, square loss + weight decay, lr drop at 80% (Jacot et al. Fig. 4)",
         run=run_mlp_collapse,
@@ -88,7 +88,7 @@ EXPERIMENTS: dict[str, Experiment] = {
                         "10,000 epochs, 5 runs. Width, optimiser and batch size are not stated in the text; "
                         "width 1024, plain SGD with batch 128 are our assumptions (steps cover far fewer epochs)."},
     ),
-    "linear_head": Experiment(
+    Experiment(
         name="linear_head",
         description="chapter 1's MLP with a linear head of 1-4 layers, for 4 weight decays (the λ x depth figure)",
         run=run_head_depth,
@@ -102,7 +102,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         modules=_TRAINING_MODULES,
         notes={"paper": "Not a figure of either paper: the same sweep on full MNIST with wide layers, for a GPU."},
     ),
-    "jacot_bounds": Experiment(
+    Experiment(
         name="jacot_bounds",
         description="MLPs with linear heads of 2-5 layers, 3 weight decays, measured against Jacot et al. Thm 3.1",
         run=run_head_bounds,
@@ -117,7 +117,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         notes={"paper": "Jacot et al. Fig. 2 setting (5 non-linear layers, 1-5 linear) at width 1024, full batch; "
                         "widths and optimiser are our assumptions."},
     ),
-    "jacot_phases": Experiment(
+    Experiment(
         name="jacot_phases",
         description="GD with weight decay on a pyramidal smoothed-leaky-ReLU MLP: loss and balancedness (Thm 4.4)",
         run=run_gd_phases,
@@ -130,7 +130,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         modules=(*_TRAINING_MODULES, "stability"),
         notes={"paper": "the paper has no such experiment; this is the full digits set with a wider first layer"},
     ),
-    "edge_of_stability": Experiment(
+    Experiment(
         name="edge_of_stability",
         description="full-batch GD at three learning rates; top Hessian eigenvalue vs 2/lr (Sec. 5.2)",
         run=run_edge_of_stability,
@@ -144,7 +144,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         notes={"paper": "Jacot et al. discuss but do not run this; a larger version for a GPU"},
     ),
     # ---- Part IV: the experiments of both papers
-    "jacot_head_depth": Experiment(
+    Experiment(
         name="jacot_head_depth",
         description="MLP, 5 ReLU layers + a linear head of 1-5 layers, 2 weight decays (Jacot et al. Fig. 2 left)",
         run=run_head_depth_sweep,
@@ -160,7 +160,7 @@ EXPERIMENTS: dict[str, Experiment] = {
                         "lr 0.001, 5 runs. Width, optimiser, batch and length are not stated: width 1024, SGD with "
                         "batch 128 for 100k steps (~213 epochs) are our assumptions."},
     ),
-    "jacot_resnet_head": Experiment(
+    Experiment(
         name="jacot_resnet_head",
         description="ResNet + 1 ReLU layer + 1-6 linear layers, 2 weight decays (Jacot et al. Fig. 2 right, Fig. 5)",
         run=run_resnet_head_depth,
@@ -177,7 +177,7 @@ EXPERIMENTS: dict[str, Experiment] = {
                         "decay 0.001/0.004, lr 0.001, 5000 epochs. Head width and batch size are our assumptions. "
                         "Fig. 5 (MNIST): --set dataset=mnist."},
     ),
-    "jacot_nonlinear_depth": Experiment(
+    Experiment(
         name="jacot_nonlinear_depth",
         description="MLPs with 4-12 ReLU layers: balancedness and negativity of the non-linear layers (Jacot Fig. 3)",
         run=run_nonlinear_depth_sweep,
@@ -194,7 +194,7 @@ EXPERIMENTS: dict[str, Experiment] = {
                         "0.002, 5 runs, weight decay 0.016/L. Linear-head depth, width and optimiser are not stated; "
                         "3 linear layers, width 1024, SGD batch 128 are our assumptions."},
     ),
-    "tirer_layerwise": Experiment(
+    Experiment(
         name="tirer_layerwise",
         description="MLP grown and trained one hidden layer at a time: NC1 of the deepest features (Tirer Fig. 2)",
         run=run_layerwise,
@@ -208,7 +208,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         notes={"paper": "Tirer et al. App. E.1 exactly: CIFAR-10, 10 hidden layers of 3072 units with batch norm, "
                         "3 epochs of Adam (lr 1e-4, batch 256, cross-entropy) per added layer."},
     ),
-    "tirer_wd_ablation": Experiment(
+    Experiment(
         name="tirer_wd_ablation",
         description="weight decay doubled/zeroed on the last layer vs the feature layers, MSE and CE (Tirer Fig. 3)",
         run=run_weight_decay_ablation,
@@ -224,7 +224,7 @@ EXPERIMENTS: dict[str, Experiment] = {
                         "epochs, momentum 0.9, weight decay 5e-4, 100 epochs, 3 seeds. Figs. 4-5 and Table 1's "
                         "MNIST columns: --set dataset=mnist --set per_class=3000 (or 5000)."},
     ),
-    "tirer_blur": Experiment(
+    Experiment(
         name="tirer_blur",
         description="digits 4 and 9 blurred, last-layer weight decay 5e-4, 5e-5, 0: per-class NC1 (Tirer Fig. 6)",
         run=run_blurred_classes,
@@ -239,7 +239,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         notes={"paper": "Tirer et al. App. E.2: ResNet18 on MNIST with 3K samples per class, digits 4 and 9 blurred "
                         "by a 9x9 uniform kernel, last-layer weight decay 5e-4, 5e-5, 0, baseline schedule."},
     ),
-}
+)}
 
 
 def get_experiment(name: str) -> Experiment:

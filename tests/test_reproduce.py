@@ -50,7 +50,7 @@ def test_train_module_equals_the_ensemble_trainer_on_an_mlp():
     assert np.allclose(np.array(h_mod.layers["nc1_pinv"])[:, 1:], np.array(h_ens.layers["nc1_pinv"]), rtol=1e-8)
 
 
-def test_train_module_resumes_to_the_identical_result(tmp_path, monkeypatch):
+def test_train_module_resumes_to_the_identical_result(tmp_path, kill_at_step):
     X, y = data.gaussian_mixture(3, 10, 5, seed=1)
     cfg = TrainConfig(steps=30, lr=1e-2, weight_decay=1e-3, batch_size=8, optimizer="adam", loss="ce",
                       record_every=10)
@@ -59,20 +59,11 @@ def test_train_module_resumes_to_the_identical_result(tmp_path, monkeypatch):
         torch.manual_seed(seed)
         return BlockMLP(5, 16, 3).double()
 
-    real_step = torch.optim.Adam.step
-    calls = {"n": 0}
-
-    def dying_step(self, *args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 17:
-            raise KeyboardInterrupt("killed (injected)")
-        return real_step(self, *args, **kwargs)
-
-    monkeypatch.setattr(torch.optim.Adam, "step", dying_step)
+    restore = kill_at_step(torch.optim.Adam, 17)
     ckpt = tmp_path / "m.pt"
     with pytest.raises(KeyboardInterrupt):
         train_module(model(0), X, y, cfg, seed=5, checkpoint=ckpt, checkpoint_every=5, progress=False)
-    monkeypatch.setattr(torch.optim.Adam, "step", real_step)
+    restore()
     resumed_model, fresh_model = model(9), model(0)
     resumed = train_module(resumed_model, X, y, cfg, seed=5, checkpoint=ckpt, checkpoint_every=5, progress=False)
     fresh = train_module(fresh_model, X, y, cfg, seed=5, progress=False)
@@ -181,6 +172,10 @@ def test_claim_helpers_read_the_right_entries():
     table = compare.ablation_table({"nc1_pinv": nc1, "nc2_etf_distance": nc1})
     assert np.allclose(table["NC1"], np.arange(5) + 1.0) and np.allclose(table["NC1_sd"], np.std([0, 1, 2]))
     assert np.allclose(compare.deviation_from_baseline(table, "NC1"), [[1, 2, 3, 4]] * 2)
+    m = rng.random((2, 3, 5, 4, 7))               # [depth, seed, weight decay, record, layer]
+    values = compare.head_values({"num_layers": np.array([6, 7]), "m": m}, "m", first=1)
+    assert values["last"].shape == (2, 3, 5) and np.allclose(values["last"][1], m[1, :, :, -1, 5])
+    assert np.allclose(values["first"][0], m[0, :, :, -1, 1])
     ends = compare.head_ends({"num_layers": np.array([6, 7, 8])}, first=4)
     assert ends["last"].tolist() == [4, 5, 6] and ends["first"].tolist() == [4, 4, 4]
     assert len(compare.TIRER_TABLE1) == 4 and all(len(v["NC1"]) == len(reproduce.ABLATIONS)

@@ -135,25 +135,16 @@ def test_divergence_names_step_and_cause():
                                                                       record_every=1000), progress=False)
 
 
-def test_interrupted_ensemble_resumes_to_the_same_result(tmp_path, monkeypatch):
+def test_interrupted_ensemble_resumes_to_the_same_result(tmp_path, kill_at_step):
     X, y = problem()
     cfgs = [TrainConfig(steps=60, lr=0.05, weight_decay=lam, batch_size=10, momentum=0.9, record_every=20,
                         record_at=(5,)) for lam in (1e-3, 1e-2)]
     ckpt = tmp_path / "ens.pt"
-    real_step = torch.optim.SGD.step
-    calls = {"n": 0}
-
-    def dying_step(self, *args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 37:
-            raise KeyboardInterrupt("killed (injected)")
-        return real_step(self, *args, **kwargs)
-
-    monkeypatch.setattr(torch.optim.SGD, "step", dying_step)
+    restore = kill_at_step(torch.optim.SGD, 37)
     with pytest.raises(KeyboardInterrupt):
         train_ensemble(Ensemble([net(0), net(1)]), X, y, cfgs, seed=4, checkpoint=ckpt, checkpoint_every=10,
                        progress=False)
-    monkeypatch.setattr(torch.optim.SGD, "step", real_step)
+    restore()
     assert torch.load(ckpt, weights_only=True)["step"] == 30
     resumed_ens = Ensemble([net(7), net(8)])
     resumed = train_ensemble(resumed_ens, X, y, cfgs, seed=4, checkpoint=ckpt, checkpoint_every=10, progress=False)
