@@ -112,12 +112,32 @@ def nc2_bound(kappa_WL: float, r: float, p: float, s_K_Y: float) -> float:
 
 
 def nc3_bound(kappa_WL: float, r: float, p: float, eps1: float, N: int, K: int, as_printed: bool = False) -> float:
-    """Right-hand side of (5), ((sqrt N - eps1)^2 + N kappa^-2 - (r Psi + t)^2) / (2 N kappa (1 + eps1)), with the
-    corrected t = sqrt(N) (kappa - 1/kappa) >= ||(W'^+ - W'^T) Y||_F (chapter 5), or with the paper's
-    t = sqrt(K) (kappa^2 - 1) (``as_printed``), whose derivation drops a factor sqrt(n)."""
+    """Right-hand side of (5), ((sqrt N - eps1)^2 + N kappa^-2 - (r Psi + t)^2) / (2 N kappa (1 + eps1)) - m / N,
+    as proved in chapter 5 for every eps2 >= 0: t = sqrt(N) (kappa - 1/kappa) >= ||(W'^+ - W'^T) Y||_F and
+    m = ceil(eps1^2) - 1 (at most that many samples have an output error above 1; m = 0 for eps1 <= 1). With
+    ``as_printed``: the paper's t = sqrt(K) (kappa^2 - 1), whose derivation drops a factor sqrt(n), and no m."""
     k = kappa_WL
     t = math.sqrt(K) * (k ** 2 - 1) if as_printed else math.sqrt(N) * (k - 1 / k)
-    return ((math.sqrt(N) - eps1) ** 2 + N / k ** 2 - (r * p + t) ** 2) / (2 * N * k * (1 + eps1))
+    m = 0 if as_printed else max(0, math.ceil(eps1 ** 2) - 1)
+    return ((math.sqrt(N) - eps1) ** 2 + N / k ** 2 - (r * p + t) ** 2) / (2 * N * k * (1 + eps1)) - m / N
+
+
+def nc3_terms(model: MLP, X: torch.Tensor, labels: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Per sample, the pieces of chapter 5's proof of (5), after rescaling W' = W_L / ||W_L||_op, z' = ||W_L||_op z:
+    ``cos`` = cos(z_ci, W_{L,c:}), ``a`` = <z'_ci, W'_{L,c:}> (= the c-th output), ``row`` and ``kernel`` = the norms
+    of the parts of z'_ci in the row space and in the kernel of W_L, ``err`` = ||z^L_ci - y_ci||."""
+    with torch.no_grad():
+        feats = list(copy.deepcopy(model).double().forward_features(X.double()))
+    W = model.weights[-1].detach().double()
+    Z, ZL = feats[-2], feats[-1]                                     # N x n_{L-1}, N x K
+    scale = op_norm(W)
+    P = torch.linalg.pinv(W) @ W                                     # projection on the row space of W_L
+    rows = W[labels]                                                 # W_{L,c:} for each sample's class c
+    a = (Z * rows).sum(1)
+    Y = one_hot_targets(labels, W.shape[0], torch.float64)
+    return {"cos": a / (Z.norm(dim=1) * rows.norm(dim=1)), "a": a,
+            "row": scale * (Z @ P).norm(dim=1), "kernel": scale * (Z - Z @ P).norm(dim=1),
+            "err": (ZL - Y).norm(dim=1)}
 
 
 def theorem_3_1(model: MLP, X: torch.Tensor, labels: torch.Tensor) -> Theorem31:
@@ -229,6 +249,15 @@ def ntk_lower_bound(s_K_Y: float, eps1: float, K: int, r: float, L2: int) -> flo
     return (s_K_Y - eps1) ** 2 * L2 / (K ** 2 * r ** 2)
 
 
+def prop_5_3_kappa_bounds(ntk_op: float, r: float, s_K_Z_L: float, K: int, M: int) -> dict[str, float]:
+    """Prop. 5.3's bounds on the conditioning of the tails W_{L:l} of the head, from ||Theta||_op, the largest
+    operator norm r of a linear layer and s_K(Z_L) (>= s_K(Y) - eps1), as derived in chapter 7: ``every`` bounds
+    kappa(W_{L:l}) for every l in {L1+1, ..., L}; ``some`` bounds it for some l among the first M (the paper's
+    form, with ||Theta||_op in place of C L2)."""
+    every = math.sqrt(ntk_op) * r / s_K_Z_L
+    return {"every": every, "some": every * K / math.sqrt(M)}
+
+
 def top_hessian_eigenvalue(loss_fn, params: list[torch.Tensor], iters: int = 100, seed: int = 0) -> float:
     """Largest eigenvalue of the Hessian of ``loss_fn(params)`` by power iteration on Hessian-vector products
     (double backward); for the edge-of-stability comparison with 2/eta (Sec. 5.2)."""
@@ -263,3 +292,24 @@ def interpolating_network(X: torch.Tensor, labels: torch.Tensor, width: int, hea
         for layer, W in zip(model.layers[1:], balanced_chain(P, L2, head_width, seed)):
             layer.weight.copy_(W)
     return model
+
+
+def kernel_leaking_network(K: int, width: int, per_class: int, leak: float, noise: float = 0.0,
+                           seed: int = 0) -> tuple[MLP, torch.Tensor, torch.Tensor]:
+    """A network and data on which Theorem 3.1 is informative and Z_{L-1} leaks into the kernel of W_L (chapter 5):
+    inputs e_c + noise |g| (collapsed, non-negative), one ReLU layer W_1 = I, then the linear head W_2 = [I; leak G],
+    W_3 = [I 0], so that Z_L = Z_1 whatever the leak, kappa(W_L) = 1, and eps2 ~ leak ||G||."""
+    if width <= K:
+        raise ValueError(f"width must exceed K = {K} to leave room for a kernel of W_L; got width = {width}")
+    g = torch.Generator().manual_seed(seed)
+    labels = torch.arange(K).repeat_interleave(per_class)
+    X = torch.eye(K, dtype=torch.float64)[labels] + noise * torch.randn(len(labels), K, generator=g,
+                                                                        dtype=torch.float64).abs()
+    model = MLP([K, K, width, K], 1).double()
+    eye = torch.eye(K, dtype=torch.float64)
+    G = torch.randn(width - K, K, generator=g, dtype=torch.float64) / math.sqrt(K)
+    with torch.no_grad():
+        model.layers[0].weight.copy_(eye)
+        model.layers[1].weight.copy_(torch.cat([eye, leak * G]))
+        model.layers[2].weight.copy_(torch.cat([eye, torch.zeros(K, width - K, dtype=torch.float64)], dim=1))
+    return model, X, labels

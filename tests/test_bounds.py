@@ -141,3 +141,69 @@ def test_sharpened_prop_53_holds_on_any_network(seed):
     assert ntk >= L2 * float(sv[0]) ** 2 / r ** 2
     for i in range(L1 + 1, L1 + L2):
         assert bounds.kappa(bounds.product(model.weights[i:]), 3) <= np.sqrt(ntk) * r / float(sv[2]) * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("leak,seed", [(0.003, 0), (0.01, 0), (0.01, 1), (0.03, 2)])
+def test_nc3_bound_holds_when_features_leak_into_the_kernel(leak, seed):
+    """Chapter 5's proof of (5) for eps2 > 0: the paper's per-sample step ||z'|| <= kappa (1 + eps1) fails on every
+    sample, the second-order step (eq-nc3-sample) holds, and so does (5), informatively."""
+    model, X, y = bounds.kernel_leaking_network(3, 8, 4, leak, seed=seed)
+    th, t = bounds.theorem_3_1(model, X, y), bounds.nc3_terms(model, X, y)
+    D = th.kappa_WL * (1 + th.eps1)
+    assert th.eps2 > leak and th.kappa_WL == pytest.approx(1, abs=1e-12)
+    assert torch.all((t["row"] ** 2 + t["kernel"] ** 2).sqrt() > D)
+    assert torch.all(t["cos"] >= t["a"] / D - t["kernel"] ** 2 / (2 * D ** 2) - 1e-12)
+    assert torch.sum(t["kernel"] ** 2) <= th.r ** 4 * th.n_last * th.eps2          # the kernel mass step
+    assert th.nc3 >= th.bound_nc3 > 0
+
+
+def test_nc3_terms_agree_with_the_network(digits100):
+    X, y = digits100
+    model = bounds.interpolating_network(X, y, 120, 12, 3, noise=1e-2)
+    th, t = bounds.theorem_3_1(model, X, y), bounds.nc3_terms(model, X, y)
+    with torch.no_grad():
+        feats = model.forward_features(X)
+    Z, out = feats[-2], feats[-1]
+    scale = bounds.op_norm(model.weights[-1])
+    assert torch.allclose(t["a"], out[torch.arange(len(y)), y], rtol=1e-10)        # a_ci is the c-th output
+    assert torch.allclose(t["row"] ** 2 + t["kernel"] ** 2, scale ** 2 * Z.norm(dim=1) ** 2, rtol=1e-10)
+    assert float(t["cos"].mean()) == pytest.approx(th.nc3, rel=1e-12)
+    assert float(t["err"].norm()) == pytest.approx(th.eps1, rel=1e-12)
+
+
+def test_nc3_bound_bad_sample_term():
+    common = dict(kappa_WL=1.2, r=2.0, p=0.1, N=100, K=10)
+    for eps1, m in ((0.5, 0), (1.0, 0), (1.5, 2), (2.0, 3)):
+        gap = bounds.nc3_bound(eps1=eps1, **common, as_printed=True) - bounds.nc3_bound(eps1=eps1, **common)
+        printed_t = np.sqrt(10) * (1.2 ** 2 - 1)
+        corrected_t = 10 * (1.2 - 1 / 1.2)
+        t_gap = ((0.2 + corrected_t) ** 2 - (0.2 + printed_t) ** 2) / (2 * 100 * 1.2 * (1 + eps1))
+        assert gap == pytest.approx(t_gap + m / 100, rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_prop_53_both_forms_on_any_network(seed):
+    """Chapter 7's derivation of Prop. 5.3: every tail kappa(W_{L:l}), l = L1+1..L (the whole head included), is at
+    most sqrt(||Theta||) r / s_K(Z_L); for every M some l among the first M meets the paper's K / sqrt(M) form;
+    and the step K^2 ||Theta|| >= sum_l ||W_{L:l+1}||_F^2 ||Z_{l-1} V_K||_F^2 holds."""
+    torch.manual_seed(seed)
+    K = 3
+    X, y = data.gaussian_mixture(K, 6, 5, seed=seed)
+    L1, L2 = 1, 4
+    model = MLP([5, 9, 7, 6, 5, K], L1).double()
+    with torch.no_grad():
+        feats = [X.double()] + model.forward_features(X.double())
+    _, sv, Vh = torch.linalg.svd(feats[-1].T, full_matrices=False)
+    r = max(bounds.op_norm(W) for W in model.weights[L1:])
+    ntk = bounds.ntk_op_norm(model, X)
+    tails = [bounds.kappa(bounds.product(model.weights[i:]), K) for i in range(L1, L1 + L2)]   # W_{L:l}
+    for M in range(1, L2 + 1):
+        b = bounds.prop_5_3_kappa_bounds(ntk, r, float(sv[K - 1]), K, M)
+        assert max(tails) <= b["every"] * (1 + 1e-12)
+        assert min(tails[:M]) <= b["some"] * (1 + 1e-12)
+    V = Vh[:K].T                                                             # N x K, top right singular vectors
+    with torch.no_grad():
+        heads = [bounds.product(model.weights[i + 1:]) if i + 1 < L1 + L2 else torch.eye(K) for i in range(L1, L1 + L2)]
+    terms = [torch.linalg.matrix_norm(B) ** 2 * torch.linalg.matrix_norm(feats[i].T @ V) ** 2
+             for B, i in zip(heads, range(L1, L1 + L2))]                     # ||W_{L:l+1}||_F^2 ||Z_{l-1} V_K||_F^2
+    assert K ** 2 * ntk >= float(sum(terms)) * (1 - 1e-12)
