@@ -11,6 +11,7 @@ import copy
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from . import metrics
@@ -228,9 +229,11 @@ def thm_5_2_bounds(c: float, L1: int, L2: int, K: int, s_K_Y: float, eps1: float
 
 
 def ntk_op_norm(model: MLP, X: torch.Tensor) -> float:
-    """||Theta||_op for the NTK Theta = J J^T of the outputs (NK x NK), J the Jacobian of vec(Z_L) in the weights
-    (torch.func; for small networks)."""
-    from torch.func import functional_call, jacrev
+    """||Theta||_op for the NTK Theta = J J^T of the outputs (NK x NK), J the Jacobian of vec(Z_L) in the weights:
+    the top eigenvalue by Lanczos (scipy's eigsh) on the products J (J^T v) (torch.func's vjp and jvp), so that J is
+    never formed and the memory is that of a few gradients."""
+    from scipy.sparse.linalg import LinearOperator, eigsh
+    from torch.func import functional_call, jvp, vjp
 
     net = copy.deepcopy(model).double()
     params = {k: v.detach() for k, v in net.named_parameters()}
@@ -239,9 +242,15 @@ def ntk_op_norm(model: MLP, X: torch.Tensor) -> float:
     def out(p):
         return functional_call(net, p, (Xd,)).reshape(-1)
 
-    J = jacrev(out)(params)
-    Jm = torch.cat([j.reshape(j.shape[0], -1) for j in J.values()], dim=1)
-    return float(torch.linalg.matrix_norm(Jm, ord=2) ** 2)
+    z, pullback = vjp(out, params)
+
+    def matvec(v: np.ndarray) -> np.ndarray:
+        (g,) = pullback(torch.as_tensor(v.reshape(-1), dtype=torch.float64, device=z.device))
+        return jvp(out, (params,), (g,))[1].cpu().numpy()
+
+    n = z.numel()
+    op = LinearOperator((n, n), matvec=matvec, dtype=np.float64)
+    return float(eigsh(op, k=1, which="LA", v0=np.ones(n), return_eigenvectors=False)[0])
 
 
 def ntk_lower_bound(s_K_Y: float, eps1: float, K: int, r: float, L2: int) -> float:

@@ -204,6 +204,6 @@ def test_prop_53_both_forms_on_any_network(seed):
     V = Vh[:K].T                                                             # N x K, top right singular vectors
     with torch.no_grad():
         heads = [bounds.product(model.weights[i + 1:]) if i + 1 < L1 + L2 else torch.eye(K) for i in range(L1, L1 + L2)]
-    terms = [torch.linalg.matrix_norm(B) ** 2 * torch.linalg.matrix_norm(feats[i].T @ V) ** 2
-             for B, i in zip(heads, range(L1, L1 + L2))]                     # ||W_{L:l+1}||_F^2 ||Z_{l-1} V_K||_F^2
+        terms = [torch.linalg.matrix_norm(B) ** 2 * torch.linalg.matrix_norm(feats[i].T @ V) ** 2
+                 for B, i in zip(heads, range(L1, L1 + L2))]                 # ||W_{L:l+1}||_F^2 ||Z_{l-1} V_K||_F^2
     assert K ** 2 * ntk >= float(sum(terms)) * (1 - 1e-12)
