@@ -230,10 +230,10 @@ def thm_5_2_bounds(c: float, L1: int, L2: int, K: int, s_K_Y: float, eps1: float
 
 def ntk_op_norm(model: MLP, X: torch.Tensor) -> float:
     """||Theta||_op for the NTK Theta = J J^T of the outputs (NK x NK), J the Jacobian of vec(Z_L) in the weights:
-    the top eigenvalue by Lanczos (scipy's eigsh) on the products J (J^T v) (torch.func's vjp and jvp), so that J is
-    never formed and the memory is that of a few gradients."""
+    the top eigenvalue by Lanczos (scipy's eigsh) on the products J (J^T v), each two reverse-mode passes (torch.func's
+    vjp, the second through the first, which is linear in v), so that J is never formed."""
     from scipy.sparse.linalg import LinearOperator, eigsh
-    from torch.func import functional_call, jvp, vjp
+    from torch.func import functional_call, vjp
 
     net = copy.deepcopy(model).double()
     params = {k: v.detach() for k, v in net.named_parameters()}
@@ -242,11 +242,16 @@ def ntk_op_norm(model: MLP, X: torch.Tensor) -> float:
     def out(p):
         return functional_call(net, p, (Xd,)).reshape(-1)
 
-    z, pullback = vjp(out, params)
+    z, pullback = vjp(out, params)                                  # v -> J^T v
+
+    def transpose_of_pullback(v: torch.Tensor) -> dict[str, torch.Tensor]:
+        return pullback(v)[0]
+
+    _, forward = vjp(transpose_of_pullback, torch.zeros_like(z))   # g -> J g (the pullback is linear)
 
     def matvec(v: np.ndarray) -> np.ndarray:
-        (g,) = pullback(torch.as_tensor(v.reshape(-1), dtype=torch.float64, device=z.device))
-        return jvp(out, (params,), (g,))[1].cpu().numpy()
+        g = pullback(torch.as_tensor(v.reshape(-1), dtype=torch.float64, device=z.device))[0]
+        return forward(g)[0].cpu().numpy()
 
     n = z.numel()
     op = LinearOperator((n, n), matvec=matvec, dtype=np.float64)

@@ -37,3 +37,22 @@ def test_sharpness_is_tracked_and_divergence_is_reported(digits40):
         stability.gd_with_sharpness(linear, X, y, lr=50.0, weight_decay=0.0, steps=200, every=1000, progress=False)
     with pytest.raises(ValueError, match="lr > 0"):
         stability.gd_with_sharpness(model, X, y, lr=-1.0, weight_decay=0.0, steps=10)
+
+
+def test_trained_ntk_matches_the_edge_of_stability_run_and_meets_prop_53():
+    """trained_ntk retrains edge_of_stability's networks: the same final loss (same seed, data and steps); and its
+    NTK norm bounds every tail of the head as chapter 7's Prop. 5.3 (part 2) says, on any network."""
+    import numpy as np
+
+    from ncbook import bounds
+    from ncbook.runner import EXPERIMENTS
+
+    cfg = EXPERIMENTS["trained_ntk"].scales["tiny"]
+    assert cfg == EXPERIMENTS["edge_of_stability"].scales["tiny"]
+    eos = EXPERIMENTS["edge_of_stability"].run(cfg, progress=False)
+    out = stability.run_trained_ntk(cfg, progress=False)
+    assert out["loss"] == pytest.approx(eos["loss"][:, -1], rel=1e-12)
+    for i in range(len(cfg.lrs)):
+        b = bounds.prop_5_3_kappa_bounds(out["ntk"][i], out["r"][i], out["sK_ZL"][i], K=10, M=1)
+        assert np.all(out["kappa_tails"][i] <= b["every"] * (1 + 1e-10))
+        assert out["ntk"][i] >= 2 * out["s1_ZL"][i] ** 2 / out["r"][i] ** 2 * (1 - 1e-10)   # part 1, L2 = 2
