@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .bounds import top_hessian_eigenvalue
+from .bounds import kappa, ntk_op_norm, op_norm, product, top_hessian_eigenvalue
+from .experiments import EdgeOfStability, load_data
 from .nets import MLP
 from .train import one_hot_targets, progress_bar
 
@@ -93,13 +94,11 @@ def gd_phases(model: MLP, X: torch.Tensor, labels: torch.Tensor, lr: float, weig
     return out
 
 
-def run_trained_ntk(cfg, device: str = "cpu", progress: bool = True, checkpoint=None) -> dict[str, np.ndarray]:
-    """Prop. 5.3 on trained networks: the networks of ``edge_of_stability`` (an ``EdgeOfStability`` config) trained
-    again the same way, then per learning rate ||Theta||_op (exact NTK), the final sharpness, s_1 and s_K of Z_L,
-    the largest operator norm r of a linear layer and kappa(W_{L:l}) for every linear layer l, [lr, l]."""
-    from .bounds import kappa, ntk_op_norm, op_norm, product
-    from .experiments import load_data
-
+def run_trained_ntk(cfg: EdgeOfStability, device: str = "cpu", progress: bool = True,
+                    checkpoint: object = None) -> dict[str, np.ndarray]:
+    """Prop. 5.3 on trained networks: the networks of ``edge_of_stability`` trained again the same way (no
+    checkpoint: a few seconds each), then per learning rate ||Theta||_op (exact NTK), the final sharpness, s_1 and
+    s_K of Z_L, the largest operator norm r of a linear layer and kappa(W_{L:l}) for every linear layer l, [lr, l]."""
     X, y = load_data("digits", cfg.per_class, 0, device, torch.float64)
     X = X / 16                                                       # as run_edge_of_stability
     K = cfg.widths[-1]

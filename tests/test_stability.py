@@ -1,11 +1,13 @@
 """Training dynamics of Jacot et al. Secs. 4 and 5.2: the one-step balancing recursion, the sharpness tracker,
 and clear failures."""
 
+import numpy as np
 import pytest
 import torch
 
-from ncbook import data, stability
+from ncbook import bounds, data, stability
 from ncbook.nets import MLP, SmoothLeakyReLU
+from ncbook.runner import EXPERIMENTS
 
 
 @pytest.fixture(scope="module")
@@ -42,11 +44,6 @@ def test_sharpness_is_tracked_and_divergence_is_reported(digits40):
 def test_trained_ntk_matches_the_edge_of_stability_run_and_meets_prop_53():
     """trained_ntk retrains edge_of_stability's networks: the same final loss (same seed, data and steps); and its
     NTK norm bounds every tail of the head as chapter 7's Prop. 5.3 (part 2) says, on any network."""
-    import numpy as np
-
-    from ncbook import bounds
-    from ncbook.runner import EXPERIMENTS
-
     cfg = EXPERIMENTS["trained_ntk"].scales["tiny"]
     assert cfg == EXPERIMENTS["edge_of_stability"].scales["tiny"]
     eos = EXPERIMENTS["edge_of_stability"].run(cfg, progress=False)
