@@ -98,7 +98,8 @@ def provenance(device: str, seeds: list[int], wall_time_s: float, command: str) 
     name = torch.cuda.get_device_name() if device.startswith("cuda") else (platform.processor() or platform.machine())
     return {"git_commit": git_commit(), "ncbook_version": ncbook.__version__, "torch_version": torch.__version__,
             "numpy_version": np.__version__, "python": platform.python_version(), "device": device,
-            "device_name": name, "seeds": list(seeds), "wall_time_s": round(wall_time_s, 2),
+            "device_name": name, "cpu_threads": torch.get_num_threads(), "seeds": list(seeds),
+            "wall_time_s": round(wall_time_s, 2),
             "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "command": command}
 
 

@@ -323,20 +323,17 @@ def ablation_decays(base: float) -> list[tuple[float, float]]:
 
 
 @dataclass(frozen=True)
-class WeightDecayAblation:
-    """Tirer et al. Sec. 6 and App. E.2: the five weight-decay settings of :data:`ABLATIONS`, with the MSE loss and
-    no last-layer bias, and with cross-entropy and a bias; SGD (momentum 0.9, batch ``batch_size``), lr divided by 10
-    at each fraction of ``lr_drops``; NC metrics of every layer every ``record_every`` steps.
-
-    ``arch="mlp"``: an MLP with ``hidden`` ReLU layers (bias-free; the five settings train together as one ensemble;
-    weight decay on the weights); ``arch="resnet18"``: the paper's ResNet18 (PyTorch weight decay on every
-    parameter, biases and batch norm included, as in the paper)."""
+class TirerSGD:
+    """What Tirer et al.'s App. E.2 experiments share: the data, the network (``arch="mlp"``: an MLP with ``hidden``
+    bias-free ReLU layers, its settings trained together as one ensemble, weight decay on the weights;
+    ``arch="resnet18"``: the paper's ResNet18, PyTorch weight decay on every parameter), the feature-layer weight
+    decay ``base_decay``, and SGD (momentum, batch ``batch_size``, lr divided by 10 at each fraction of ``lr_drops``)
+    with NC metrics of every layer every ``record_every_epochs`` epochs."""
 
     dataset: str = "mnist5k"
     per_class: int | None = 500
     arch: str = "mlp"
     hidden: tuple[int, ...] = (256, 256, 256)
-    losses: tuple[str, ...] = ("mse", "ce")
     base_decay: float = 5e-4
     seeds: tuple[int, ...] = (0, 1, 2)
     epochs: int = 100
@@ -351,15 +348,35 @@ class WeightDecayAblation:
     def __post_init__(self):
         if self.arch not in ("mlp", "resnet18"):
             raise ValueError(f"arch must be 'mlp' or 'resnet18', got {self.arch!r}")
+
+    def steps_per_epoch(self, num_samples: int) -> int:
+        return math.ceil(num_samples / self.batch_size)
+
+    def train_config(self, num_samples: int, loss: str, weight_decay: float,
+                     weight_decay_last: float | None) -> TrainConfig:
+        """The SGD run of one setting on ``num_samples`` training samples (``weight_decay_last`` None: the same as
+        ``weight_decay``)."""
+        per_epoch = self.steps_per_epoch(num_samples)
+        return TrainConfig(steps=self.epochs * per_epoch, lr=self.lr, weight_decay=weight_decay,
+                           weight_decay_last=weight_decay_last, loss=loss, batch_size=self.batch_size,
+                           momentum=self.momentum, lr_drops=self.lr_drops,
+                           record_every=self.record_every_epochs * per_epoch)
+
+
+@dataclass(frozen=True)
+class WeightDecayAblation(TirerSGD):
+    """Tirer et al. Sec. 6 and App. E.2: the five weight-decay settings of :data:`ABLATIONS`, with the MSE loss and
+    no last-layer bias, and with cross-entropy and a bias."""
+
+    losses: tuple[str, ...] = ("mse", "ce")
+
+    def __post_init__(self):
+        super().__post_init__()
         if not set(self.losses) <= {"mse", "ce"} or not self.losses:
             raise ValueError(f"losses must be among 'mse', 'ce', got {self.losses}")
 
     def train_configs(self, num_samples: int, loss: str) -> list[TrainConfig]:
-        per_epoch = math.ceil(num_samples / self.batch_size)
-        return [TrainConfig(steps=self.epochs * per_epoch, lr=self.lr, weight_decay=h, weight_decay_last=w,
-                            loss=loss, batch_size=self.batch_size, momentum=self.momentum, lr_drops=self.lr_drops,
-                            record_every=self.record_every_epochs * per_epoch)
-                for h, w in ablation_decays(self.base_decay)]
+        return [self.train_config(num_samples, loss, h, w) for h, w in ablation_decays(self.base_decay)]
 
 
 def _image_data(dataset: str, per_class: int | None, device: str, data_root: str, download: bool, flatten: bool):
@@ -403,9 +420,8 @@ def run_weight_decay_ablation(cfg: WeightDecayAblation, device: str = "cpu", pro
                                      progress, checkpoint, f"{loss}-{seed}")
         parts.append(_stack_histories(hists, (len(cfg.seeds), len(ABLATIONS))))
     out = {k: np.stack([p[k] for p in parts]) for k in parts[0] if k != "steps"}
-    per_epoch = math.ceil(len(y) / cfg.batch_size)
-    return out | {"steps": parts[0]["steps"], "epochs": parts[0]["steps"] / per_epoch, "seeds": np.array(cfg.seeds),
-                  "decays": np.array(ablation_decays(cfg.base_decay))}
+    return out | {"steps": parts[0]["steps"], "epochs": parts[0]["steps"] / cfg.steps_per_epoch(len(y)),
+                  "seeds": np.array(cfg.seeds), "decays": np.array(ablation_decays(cfg.base_decay))}
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -413,33 +429,18 @@ def run_weight_decay_ablation(cfg: WeightDecayAblation, device: str = "cpu", pro
 
 
 @dataclass(frozen=True)
-class BlurredClasses:
+class BlurredClasses(TirerSGD):
     """Tirer et al. App. E.2, Fig. 6: the baseline on clean data, and the same training on data whose classes
     ``blurred`` are blurred by a ``blur`` x ``blur`` uniform kernel, with last-layer weight decays ``last_decays``
     (the feature layers keep ``base_decay``); per-class NC1, NC1, NC2 and NC3 of the deepest features."""
 
-    dataset: str = "mnist5k"
-    per_class: int | None = 500
-    arch: str = "mlp"
-    hidden: tuple[int, ...] = (256, 256, 256)
     loss: str = "ce"
     blurred: tuple[int, ...] = (4, 9)
     blur: int = 9
-    base_decay: float = 5e-4
     last_decays: tuple[float, ...] = (5e-4, 5e-5, 0.0)
-    seeds: tuple[int, ...] = (0, 1, 2)
-    epochs: int = 100
-    batch_size: int = 128
-    lr: float = 0.05
-    momentum: float = 0.9
-    lr_drops: tuple[float, ...] = (0.4, 0.8)
-    record_every_epochs: int = 2
-    data_root: str = "~/data"
-    download: bool = False
 
     def __post_init__(self):
-        if self.arch not in ("mlp", "resnet18"):
-            raise ValueError(f"arch must be 'mlp' or 'resnet18', got {self.arch!r}")
+        super().__post_init__()
         if self.loss not in ("mse", "ce"):
             raise ValueError(f"loss must be 'mse' or 'ce', got {self.loss!r}")
 
@@ -452,20 +453,18 @@ def run_blurred_classes(cfg: BlurredClasses, device: str = "cpu", progress: bool
     Xb = data.blur_classes(X, y, cfg.blurred, cfg.blur)
     if cfg.arch == "mlp":
         X, Xb = X.reshape(len(X), -1), Xb.reshape(len(Xb), -1)
-    per_epoch = math.ceil(len(y) / cfg.batch_size)
-    base = dict(steps=cfg.epochs * per_epoch, lr=cfg.lr, weight_decay=cfg.base_decay, loss=cfg.loss,
-                batch_size=cfg.batch_size, momentum=cfg.momentum, lr_drops=cfg.lr_drops,
-                record_every=cfg.record_every_epochs * per_epoch)
+    def setting(last_decay: float | None) -> TrainConfig:
+        return cfg.train_config(len(y), cfg.loss, cfg.base_decay, last_decay)
+
     clean, blurred = [], []
     for seed in cfg.seeds:
-        clean += _train_settings(cfg.arch, cfg.hidden, X, y, [TrainConfig(**base)], seed, device, progress,
-                                 checkpoint, f"clean-{seed}")
-        blurred += _train_settings(cfg.arch, cfg.hidden, Xb, y,
-                                   [TrainConfig(weight_decay_last=w, **base) for w in cfg.last_decays], seed, device,
+        clean += _train_settings(cfg.arch, cfg.hidden, X, y, [setting(None)], seed, device, progress, checkpoint,
+                                 f"clean-{seed}")
+        blurred += _train_settings(cfg.arch, cfg.hidden, Xb, y, [setting(w) for w in cfg.last_decays], seed, device,
                                    progress, checkpoint, f"blur-{seed}")
     S = len(cfg.seeds)
     a = _stack_histories(clean, (1, S))
     b = _stack_histories(blurred, (S, len(cfg.last_decays)))
     out = {k: np.concatenate([a[k], np.swapaxes(b[k], 0, 1)]) for k in a if k != "steps"}
-    return out | {"steps": a["steps"], "epochs": a["steps"] / per_epoch, "seeds": np.array(cfg.seeds),
-                  "last_decays": np.array(cfg.last_decays)}
+    return out | {"steps": a["steps"], "epochs": a["steps"] / cfg.steps_per_epoch(len(y)),
+                  "seeds": np.array(cfg.seeds), "last_decays": np.array(cfg.last_decays)}
