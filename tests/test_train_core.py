@@ -82,6 +82,32 @@ def test_ensemble_equals_separate_runs():
             torch.testing.assert_close(Wt, Wa, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_penalty_gradient_added_by_hand_is_bit_identical_to_autograd(dtype):
+    """train_ensemble adds lambda W to the data gradient itself; autograd on the whole regularised objective
+    (data loss + sum_l lambda_l/2 ||W_l||^2, Jacot et al. Sec. 4) must give the very same floats."""
+    X, y = problem()
+    X = X.to(dtype)
+    cfgs = [TrainConfig(steps=40, lr=0.1, weight_decay=lam, weight_decay_last=last, momentum=0.9,
+                        record_every=10 ** 6) for lam, last in [(0.0, 0.0), (1e-3, 3e-2), (2e-2, None)]]
+    ens = Ensemble([net(s).to(dtype) for s in range(3)])
+    ref = Ensemble([net(s).to(dtype) for s in range(3)])
+    train_ensemble(ens, X, y, cfgs, progress=False)
+    L = len(ref.weights)
+    lam = torch.tensor([[c.decay_of(i, L) for i in range(L)] for c in cfgs], dtype=dtype)
+    Y = torch.nn.functional.one_hot(y, 3).to(dtype)
+    opt = torch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
+    for _ in range(40):
+        fit = 0.5 * ((ref(X) - Y) ** 2).sum((1, 2)) / len(y)
+        norms = torch.stack([(W ** 2).sum((1, 2)) for W in ref.weights], dim=1)
+        opt.zero_grad()
+        (fit + 0.5 * (lam * norms).sum(1)).sum().backward()
+        opt.step()
+    for a, b in zip(ens.parameters(), ref.parameters()):
+        assert torch.equal(a, b)
+    assert not torch.equal(ens.weights[0][1], net(1).to(dtype).layers[0].weight)     # it did train
+
+
 def test_ensemble_rejects_mixed_settings_and_shapes():
     with pytest.raises(ValueError, match="same architecture"):
         Ensemble([net(0), net(1, widths=(6, 8, 3), L1=1)])
