@@ -65,7 +65,7 @@ def time_training(fn, device: str) -> float:
 def plain_loop(model: MLP, X: torch.Tensor, y: torch.Tensor, cfg: TrainConfig, gen: torch.Generator) -> None:
     """The sequential baseline: the textbook PyTorch training loop (same loss, weight decay and minibatches)."""
     opt = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
-    Y = one_hot_targets(y, 10, X.dtype)
+    Y = one_hot_targets(y, int(y.max()) + 1, X.dtype)
     for _ in range(cfg.steps):
         idx = torch.randperm(len(y), generator=gen)[:cfg.batch_size].to(X.device) if cfg.batch_size else None
         xb, yb = (X, Y) if idx is None else (X[idx], Y[idx])

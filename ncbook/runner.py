@@ -70,6 +70,7 @@ _TRAINING_MODULES = ("experiments", "train", "nets", "metrics", "data")
 _BOUNDS_MODULES = (*_TRAINING_MODULES, "bounds")
 _REPRODUCE_MODULES = ("reproduce", *_TRAINING_MODULES)
 
+_EOS_MODULES = (*_BOUNDS_MODULES, "stability")
 _EOS_SCALES = {                       # edge_of_stability and trained_ntk train the same networks
     "tiny": EdgeOfStability(widths=(64, 16, 12, 12, 10), per_class=3, lrs=(0.05,), steps=20, every=10, power_iters=5),
     "cpu": EdgeOfStability(),
@@ -142,7 +143,7 @@ EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
         description="full-batch GD at three learning rates; top Hessian eigenvalue vs 2/lr (Sec. 5.2)",
         run=run_edge_of_stability,
         scales=_EOS_SCALES,
-        modules=(*_BOUNDS_MODULES, "stability"),
+        modules=_EOS_MODULES,
         notes={"paper": "Jacot et al. discuss but do not run this; a larger version for a GPU"},
     ),
     Experiment(
@@ -150,7 +151,7 @@ EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
         description="edge_of_stability's networks: NTK norm, sharpness and head conditioning at the end (Prop 5.3)",
         run=run_trained_ntk,
         scales=_EOS_SCALES,
-        modules=(*_BOUNDS_MODULES, "stability"),
+        modules=_EOS_MODULES,
         notes={"paper": "the larger edge_of_stability networks; the NTK norm is matrix-free (Lanczos on J J^T)"},
     ),
     # ---- Part IV: the experiments of both papers
