@@ -1,10 +1,13 @@
 """The command line: ``python -m ncbook {list,run,sweep,verify}``.
 
     python -m ncbook list
-    python -m ncbook run jacot_mlp --scale cpu [--device auto] [--seeds 0 1 2] [--set lr=0.01]
+    python -m ncbook run jacot_mlp --scale cpu [--device auto] [--seeds 0 1 2] [--set lr=0.01] [--force]
     python -m ncbook sweep jacot_mlp --scale cpu --grid lr=0.01,0.05 --grid steps=100,200 [--workers 2]
-                                     [--executor process|submitit-local|slurm]
+                                     [--executor process|submitit-local|slurm] [--force]
     python -m ncbook verify
+
+``run`` and ``sweep`` skip what is already cached and current (``--force`` runs it again); settings are checked
+against the configuration's types and its own checks before any work starts.
 """
 
 from __future__ import annotations
@@ -15,13 +18,14 @@ import itertools
 import multiprocessing
 import sys
 import time
+import types
+import typing
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import fields
 
 from tqdm.auto import tqdm
 
 from . import cache
-from .runner import EXPERIMENTS, get_experiment, regen_command, run_and_cache, shipped_cost, verify
+from .runner import EXPERIMENTS, cached_current, get_experiment, regen_command, run_and_cache, shipped_cost, verify
 
 
 def resolve_device(device: str) -> str:
@@ -45,9 +49,31 @@ def parse_value(text: str):
         return text
 
 
+def conform(value, tp):
+    """``value`` as the type annotation ``tp`` asks (int, float, str, bool, X | None, tuple[X, ...]): an int given
+    for a float becomes a float (so lr=1 and lr=1.0 are one result), one value for a tuple a 1-tuple; raise
+    TypeError if it does not fit."""
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        for option in typing.get_args(tp):
+            try:
+                return conform(value, option)
+            except TypeError:
+                pass
+    elif typing.get_origin(tp) is tuple:
+        items = value if isinstance(value, tuple | list) else (value,)
+        return tuple(conform(v, typing.get_args(tp)[0]) for v in items)
+    elif tp is type(None) and value is None or tp is bool and isinstance(value, bool) or tp is str and isinstance(
+            value, str) or tp is int and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    elif tp is float and isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    raise TypeError(f"expected {getattr(tp, '__name__', tp)}, got {value!r}")
+
+
 def parse_assignments(items: list[str], cfg_type, multi: bool) -> dict:
-    """``key=value`` (``--set``) or ``key=v1,v2`` (``--grid``) pairs, checked against the config's fields."""
-    known = {f.name: f for f in fields(cfg_type)}
+    """``key=value`` (``--set``) or ``key=v1,v2`` (``--grid``) pairs, checked against the config's fields and their
+    types."""
+    known = typing.get_type_hints(cfg_type)
     out: dict = {}
     for item in items:
         if "=" not in item:
@@ -55,15 +81,30 @@ def parse_assignments(items: list[str], cfg_type, multi: bool) -> dict:
         key, text = item.split("=", 1)
         if key not in known:
             raise SystemExit(f"{cfg_type.__name__} has no setting {key!r}; settings: {', '.join(known)}")
-        tuple_field = "tuple" in str(known[key].type)
-        if multi:
-            out[key] = [parse_value(v) for v in text.split(";" if tuple_field else ",")]
-        else:
-            value = parse_value(text)
-            if tuple_field and not isinstance(value, tuple):
-                value = tuple(value) if isinstance(value, list) else (value,)
-            out[key] = value
+        tuple_field = typing.get_origin(known[key]) is tuple
+        texts = text.split(";" if tuple_field else ",") if multi else [text]
+        try:
+            values = [conform(parse_value(t), known[key]) for t in texts]
+        except TypeError as err:
+            raise SystemExit(f"{cfg_type.__name__}.{key} is {known[key]}: {err} in {item!r}") from None
+        out[key] = values if multi else values[0]
     return out
+
+
+def seed_override(exp, cfg_type, seeds: list[int]) -> dict:
+    """``--seeds``: the setting ``seeds`` of an experiment trained over several seeds, or ``seed`` of one that makes
+    one result per seed."""
+    known = typing.get_type_hints(cfg_type)
+    if len(set(seeds)) < len(seeds):
+        raise SystemExit(f"--seeds {' '.join(map(str, seeds))} repeats a seed: the runs would be identical")
+    if "seeds" in known:
+        return {"seeds": tuple(seeds)}
+    if "seed" in known and len(seeds) == 1:
+        return {"seed": seeds[0]}
+    if "seed" in known:
+        raise SystemExit(f"{exp.name} makes one result per seed: give one --seeds value, or sweep over seeds with "
+                         f"`python -m ncbook sweep {exp.name} --grid seed={','.join(map(str, seeds))}`")
+    raise SystemExit(f"{exp.name} has no seed setting")
 
 
 def cmd_list(_args) -> int:
@@ -96,15 +137,27 @@ def _run_one(name: str, scale: str, device: str, overrides: dict, progress: bool
 
 def cmd_run(args) -> int:
     exp = get_experiment(args.name)
-    overrides = parse_assignments(args.set or [], type(exp.config(args.scale)), multi=False)
+    cfg_type = type(exp.config(args.scale))
+    overrides = parse_assignments(args.set or [], cfg_type, multi=False)
     if args.seeds:
-        overrides["seeds"] = tuple(args.seeds)
+        overrides.update(seed_override(exp, cfg_type, args.seeds))
+    try:
+        exp.config(args.scale, **overrides)          # the configuration's own checks, before any work
+    except ValueError as err:
+        raise SystemExit(f"invalid settings for {args.name}: {err}") from None
     device = resolve_device(args.device)
+    done = cached_current(args.name, args.scale, **overrides)
+    if done is not None and not args.force:
+        print(f"{args.name} at scale {args.scale} is already cached and current: {done}\n"
+              "(add --force to run it again, e.g. on another device)")
+        return 0
     try:
         path, wall = _run_one(args.name, args.scale, device, overrides, progress=True)
     except FileNotFoundError as err:
         raise SystemExit(f"{err}\nFrom the command line: add --set data_root=PATH, or --set download=True "
                          "to fetch the data set there once.") from None
+    except (ValueError, FloatingPointError) as err:      # a setting the run rejects, or a diverged run
+        raise SystemExit(f"{args.name} stopped: {err}") from None
     _table([("experiment", "scale", "device", "wall time", "manifest"),
             (args.name, args.scale, device, f"{wall:.1f} s", path)])
     return 0
@@ -117,11 +170,16 @@ def cmd_sweep(args) -> int:
         raise SystemExit("sweep needs at least one --grid key=v1,v2")
     points = [dict(zip(grid, vals)) for vals in itertools.product(*grid.values())]
     for p in points:
-        for k, v in p.items():
-            if isinstance(v, list):
-                p[k] = tuple(v)
+        try:
+            exp.config(args.scale, **p)
+        except ValueError as err:
+            raise SystemExit(f"invalid sweep point {p}: {err}") from None
     device = resolve_device(args.device)
     rows = [("point", "status", "wall time", "manifest")]
+    if not args.force:       # points already cached and current are kept, so an interrupted sweep picks up
+        for p in [p for p in points if cached_current(args.name, args.scale, **p)]:
+            rows.append((_label(p), "cached", "", str(cached_current(args.name, args.scale, **p))))
+            points.remove(p)
     bar = tqdm(total=len(points), desc=f"sweep {args.name} ({len(points)} runs)")
     if args.executor == "process":
         # "spawn": forking a process whose OpenMP thread pool is already running deadlocks the children
@@ -147,7 +205,7 @@ def cmd_sweep(args) -> int:
             bar.update()
     bar.close()
     _table(rows)
-    return 0 if all(r[1] == "ok" for r in rows[1:]) else 1
+    return 0 if all(r[1] in ("ok", "cached") for r in rows[1:]) else 1
 
 
 def _device_for(device: str, i: int) -> str:
@@ -159,13 +217,16 @@ def _device_for(device: str, i: int) -> str:
     return f"cuda:{i % torch.cuda.device_count()}"
 
 
+def _label(point: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in point.items())
+
+
 def _sweep_row(point: dict, fut) -> tuple[str, str, str, str]:
-    label = ",".join(f"{k}={v}" for k, v in point.items())
     try:
         path, wall = fut.result()
-        return (label, "ok", f"{wall:.1f} s", path)
+        return (_label(point), "ok", f"{wall:.1f} s", path)
     except Exception as err:  # report every failed point, keep the others
-        return (label, f"failed: {err}", "", "")
+        return (_label(point), f"failed: {err}", "", "")
 
 
 def cmd_verify(_args) -> int:
@@ -195,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         q.add_argument("name", choices=sorted(EXPERIMENTS))
         q.add_argument("--scale", default="cpu", choices=["tiny", "cpu", "paper"])
         q.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default)")
+        q.add_argument("--force", action="store_true", help="run even where a current result is cached")
     r.add_argument("--seeds", type=int, nargs="+")
     r.add_argument("--set", action="append", metavar="KEY=VALUE", help="override one setting (repeatable)")
     s.add_argument("--grid", action="append", metavar="KEY=V1,V2", help="values of one setting (repeatable); "

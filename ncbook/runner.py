@@ -279,6 +279,17 @@ def run_and_cache(name: str, scale: str, device: str = "cpu", progress: bool = T
     return manifest
 
 
+def cached_current(name: str, scale: str, root: Path | None = None, **overrides) -> Path | None:
+    """The manifest of a stored result that is intact and current for this configuration and code, else None."""
+    exp = get_experiment(name)
+    tag = _scale_tag(scale, overrides)
+    try:
+        cache.check(name, tag, exp.key(exp.config(scale, **overrides)), root)
+    except cache.CacheError:
+        return None
+    return cache.paths(name, tag, root)[1]
+
+
 def regen_command(name: str, scale: str, overrides: dict) -> str:
     """The command that regenerates one cached result."""
     sets = "".join(f" --set {k}={_cli_value(v)}" for k, v in sorted(overrides.items()))

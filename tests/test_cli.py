@@ -58,3 +58,48 @@ def test_missing_full_dataset_names_the_fix(results, tmp_path):
     with pytest.raises(SystemExit, match="--set download=True"):
         main(["run", "jacot_mlp", "--scale", "paper", "--device", "cpu", "--set", f"data_root={tmp_path}"])
     assert not (results / "jacot_mlp").exists()
+
+
+def test_settings_are_checked_against_their_types_before_any_work(results):
+    with pytest.raises(SystemExit, match="expected int, got 'abc'"):
+        main(["run", "jacot_mlp", "--scale", "tiny", "--device", "cpu", "--set", "steps=abc"])
+    with pytest.raises(SystemExit, match="expected float, got 'x'"):
+        main(["sweep", "jacot_mlp", "--scale", "tiny", "--device", "cpu", "--grid", "lr=0.1,x"])
+    with pytest.raises(SystemExit, match="invalid settings for jacot_mlp"):
+        main(["run", "jacot_mlp", "--scale", "tiny", "--device", "cpu", "--set", "seeds=()"])
+    with pytest.raises(SystemExit, match="repeats a seed"):
+        main(["run", "jacot_mlp", "--scale", "tiny", "--device", "cpu", "--seeds", "1", "1"])
+    with pytest.raises(SystemExit, match="one result per seed"):
+        main(["run", "linear_head", "--scale", "tiny", "--device", "cpu", "--seeds", "1", "2"])
+    with pytest.raises(SystemExit, match="invalid settings for jacot_mlp: invalid TrainConfig: lr must be > 0"):
+        main(["run", "jacot_mlp", "--scale", "tiny", "--device", "cpu", "--set", "lr=-1"])
+    with pytest.raises(SystemExit, match="linear_head stopped: invalid TrainConfig: lr must be > 0"):
+        main(["run", "linear_head", "--scale", "tiny", "--device", "cpu", "--set", "lr=-1"])   # checked by the run
+    assert not results.exists() or not list(results.glob("*/*.json"))
+
+
+def test_an_int_for_a_float_setting_names_the_same_result(results):
+    assert main(["run", "jacot_mlp", "--scale", "tiny", "--device", "cpu", "--set", "lr=1"]) == 0
+    assert main(["run", "jacot_mlp", "--scale", "tiny", "--device", "cpu", "--set", "lr=1.0"]) == 0
+    assert [p.name for p in (results / "jacot_mlp").glob("*.json")] == ["tiny--lr=1.0.json"]
+
+
+def test_a_current_result_is_not_run_again_unless_forced(results, capsys):
+    assert main(["run", "linear_head", "--scale", "tiny", "--device", "cpu", "--seeds", "3"]) == 0
+    manifest = results / "linear_head" / "tiny--seed=3.json"
+    first = manifest.read_text()
+    assert main(["run", "linear_head", "--scale", "tiny", "--device", "cpu", "--seeds", "3"]) == 0
+    assert "already cached and current" in capsys.readouterr().out
+    assert manifest.read_text() == first                    # the provenance (date, wall time) was not rewritten
+    assert main(["run", "linear_head", "--scale", "tiny", "--device", "cpu", "--seeds", "3", "--force"]) == 0
+    assert manifest.read_text() != first
+
+
+def test_a_sweep_keeps_its_cached_points(results, capsys):
+    assert main(["sweep", "jacot_mlp", "--scale", "tiny", "--device", "cpu", "--grid", "steps=10"]) == 0
+    before = (results / "jacot_mlp" / "tiny--steps=10.json").read_text()
+    capsys.readouterr()
+    assert main(["sweep", "jacot_mlp", "--scale", "tiny", "--device", "cpu", "--grid", "steps=10,20"]) == 0
+    rows = [line.split()[:2] for line in capsys.readouterr().out.splitlines()]
+    assert ["steps=10", "cached"] in rows and ["steps=20", "ok"] in rows
+    assert (results / "jacot_mlp" / "tiny--steps=10.json").read_text() == before
