@@ -182,8 +182,13 @@ def cmd_sweep(args) -> int:
             points.remove(p)
     bar = tqdm(total=len(points), desc=f"sweep {args.name} ({len(points)} runs)")
     if args.executor == "process":
-        # "spawn": forking a process whose OpenMP thread pool is already running deadlocks the children
-        with ProcessPoolExecutor(max_workers=args.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        # "spawn": forking a process whose OpenMP thread pool is already running deadlocks the children; on CPU the
+        # workers share this process's threads instead of each taking them all
+        import torch
+
+        threads = max(1, torch.get_num_threads() // args.workers) if device == "cpu" else torch.get_num_threads()
+        with ProcessPoolExecutor(max_workers=args.workers, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=torch.set_num_threads, initargs=(threads,)) as pool:
             futures = {pool.submit(_run_one, args.name, args.scale, _device_for(device, i), p): p
                        for i, p in enumerate(points)}
             for fut in as_completed(futures):

@@ -1,5 +1,7 @@
 """The command line on the `tiny` scale: run, list, verify, sweep (processes and submitit's local executor)."""
 
+import json
+
 import pytest
 import torch
 
@@ -49,9 +51,12 @@ def test_bad_requests_fail_clearly(results):
 def test_sweep_lands_every_point_in_the_cache(results, tmp_path, executor, capsys):
     assert main(["sweep", "jacot_mlp", "--scale", "tiny", "--device", "cpu", "--grid", "steps=10,20",
                  "--workers", "2", "--executor", executor, "--log-dir", str(tmp_path / "logs")]) == 0
-    assert sorted(p.name for p in (results / "jacot_mlp").glob("*.json")) == ["tiny--steps=10.json",
-                                                                             "tiny--steps=20.json"]
+    manifests = sorted((results / "jacot_mlp").glob("*.json"))
+    assert [p.name for p in manifests] == ["tiny--steps=10.json", "tiny--steps=20.json"]
     assert main(["verify"]) == 0
+    if executor == "process":       # two workers share the cores instead of each taking them all
+        threads = {json.loads(p.read_text())["provenance"]["cpu_threads"] for p in manifests}
+        assert threads == {max(1, torch.get_num_threads() // 2)}
 
 
 def test_missing_full_dataset_names_the_fix(results, tmp_path):
