@@ -7,6 +7,7 @@ produce it); this registry only dispatches, so adding an experiment here leaves 
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -265,9 +266,12 @@ def run_and_cache(name: str, scale: str, device: str = "cpu", progress: bool = T
     exp = get_experiment(name)
     cfg = exp.config(scale, **overrides)
     tag, key = _scale_tag(scale, overrides), exp.key(cfg)
-    # a killed run resumes from here when the same command is run again (same configuration and code)
-    ckpt = (root or cache.RESULTS_DIR) / ".checkpoints" / f"{name}--{tag}--{key}.pt"
+    ckpt = checkpoint_path(name, scale, root, **overrides)
     ckpt.parent.mkdir(parents=True, exist_ok=True)
+    left = _readable_checkpoints(ckpt)
+    if left and progress:
+        print(f"{name}: resuming from the checkpoint{'s' * (len(left) > 1)} of a stopped run: "
+              f"{', '.join(p.name for p in left)}", file=sys.stderr)
     t0 = time.perf_counter()
     arrays = exp.run(cfg, device=device, progress=progress, checkpoint=ckpt)
     prov = cache.provenance(device, list(getattr(cfg, "seeds", [])), time.perf_counter() - t0,
@@ -277,6 +281,30 @@ def run_and_cache(name: str, scale: str, device: str = "cpu", progress: bool = T
     for part in ckpt.parent.glob(ckpt.stem + ".*"):     # the run's checkpoint and those of its parts
         part.unlink(missing_ok=True)
     return manifest
+
+
+def checkpoint_path(name: str, scale: str, root: Path | None = None, **overrides) -> Path:
+    """Where a run saves its checkpoint (multi-part runs add ``.<part>`` before the suffix); a killed run resumes
+    from it when the same command is run again, with the same configuration and code (both are in the key)."""
+    exp = get_experiment(name)
+    key = exp.key(exp.config(scale, **overrides))
+    return (root or cache.RESULTS_DIR) / ".checkpoints" / f"{name}--{_scale_tag(scale, overrides)}--{key}.pt"
+
+
+def _readable_checkpoints(ckpt: Path) -> list[Path]:
+    """The checkpoints a stopped run left for this configuration and code; an unreadable one is refused by name
+    rather than failing deep inside the run."""
+    import torch
+
+    parts = sorted(ckpt.parent.glob(ckpt.stem + ".*"))
+    for part in parts:
+        try:
+            torch.load(part, weights_only=True)
+        except Exception as err:  # torch raises several types for a truncated or foreign file
+            why = (str(err).splitlines() or [""])[0][:200]
+            raise cache.CacheError(f"checkpoint {part} cannot be read ({type(err).__name__}: {why}); delete it "
+                                   "and run the same command again (that part restarts from step 0)") from None
+    return parts
 
 
 def cached_current(name: str, scale: str, root: Path | None = None, **overrides) -> Path | None:

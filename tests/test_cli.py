@@ -108,3 +108,37 @@ def test_a_sweep_keeps_its_cached_points(results, capsys):
     rows = [line.split()[:2] for line in capsys.readouterr().out.splitlines()]
     assert ["steps=10", "cached"] in rows and ["steps=20", "ok"] in rows
     assert (results / "jacot_mlp" / "tiny--steps=10.json").read_text() == before
+
+
+def test_an_unreadable_checkpoint_is_named_not_loaded(results):
+    from ncbook.runner import checkpoint_path
+
+    ckpt = checkpoint_path("jacot_mlp", "tiny")
+    ckpt.parent.mkdir(parents=True)
+    ckpt.write_bytes(b"not a checkpoint")
+    with pytest.raises(SystemExit, match=r"jacot_mlp stopped: checkpoint .*jacot_mlp--tiny--\w+\.pt cannot be read"):
+        main(["run", "jacot_mlp", "--scale", "tiny", "--device", "cpu"])
+    assert not (results / "jacot_mlp").exists()
+    ckpt.unlink()
+    assert main(["run", "jacot_mlp", "--scale", "tiny", "--device", "cpu"]) == 0
+
+
+def test_a_stopped_run_resumes_from_the_command_line_to_the_same_result(results, tmp_path, kill_at_step, capsys,
+                                                                         monkeypatch):
+    import numpy as np
+
+    restore = kill_at_step(torch.optim.SGD, 40)
+    with pytest.raises(KeyboardInterrupt):
+        main(["run", "jacot_mlp", "--scale", "tiny", "--device", "cpu"])
+    restore()
+    assert not (results / "jacot_mlp").exists()                          # nothing half-written
+    assert main(["run", "jacot_mlp", "--scale", "tiny", "--device", "cpu"]) == 0
+    assert "resuming from the checkpoint" in capsys.readouterr().err
+    assert not list((results / ".checkpoints").iterdir())                # cleaned up once stored
+    resumed = np.load(results / "jacot_mlp" / "tiny.npz")
+    monkeypatch.setattr(cache, "RESULTS_DIR", tmp_path / "uninterrupted")
+    assert main(["run", "jacot_mlp", "--scale", "tiny", "--device", "cpu"]) == 0
+    fresh = np.load(tmp_path / "uninterrupted" / "jacot_mlp" / "tiny.npz")
+    assert sorted(resumed.files) == sorted(fresh.files)
+    for k in fresh.files:
+        np.testing.assert_array_equal(resumed[k], fresh[k])
