@@ -128,7 +128,12 @@ def cmd_list(_args) -> int:
     return 0
 
 
-def _run_one(name: str, scale: str, device: str, overrides: dict, progress: bool = False) -> tuple[str, float]:
+def _run_one(name: str, scale: str, device: str, overrides: dict, progress: bool = False,
+             threads: int | None = None) -> tuple[str, float]:
+    if threads is not None:       # a worker of a sweep: its share of the CPU threads
+        import torch
+
+        torch.set_num_threads(threads)
     t0 = time.perf_counter()
     path = run_and_cache(name, scale, device=device, progress=progress,
                          command=regen_command(name, scale, overrides) + f" --device {device}", **overrides)
@@ -182,14 +187,10 @@ def cmd_sweep(args) -> int:
             points.remove(p)
     bar = tqdm(total=len(points), desc=f"sweep {args.name} ({len(points)} runs)")
     if args.executor == "process":
-        # "spawn": forking a process whose OpenMP thread pool is already running deadlocks the children; on CPU the
-        # workers share this process's threads instead of each taking them all
-        import torch
-
-        threads = max(1, torch.get_num_threads() // args.workers) if device == "cpu" else torch.get_num_threads()
-        with ProcessPoolExecutor(max_workers=args.workers, mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=torch.set_num_threads, initargs=(threads,)) as pool:
-            futures = {pool.submit(_run_one, args.name, args.scale, _device_for(device, i), p): p
+        # "spawn": forking a process whose OpenMP thread pool is already running deadlocks the children
+        with ProcessPoolExecutor(max_workers=args.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {pool.submit(_run_one, args.name, args.scale, _device_for(device, i), p,
+                                   threads=_thread_share(device, args.workers)): p
                        for i, p in enumerate(points)}
             for fut in as_completed(futures):
                 rows.append(_sweep_row(futures[fut], fut))
@@ -204,13 +205,23 @@ def cmd_sweep(args) -> int:
             executor = submitit.AutoExecutor(folder=args.log_dir, cluster="slurm")
             executor.update_parameters(timeout_min=args.timeout_min, slurm_partition=args.partition,
                                        gpus_per_node=1 if device.startswith("cuda") else 0)
-        jobs = [(p, executor.submit(_run_one, args.name, args.scale, device, p)) for p in points]
+        concurrent = len(points) if args.executor == "submitit-local" else 1   # the local executor starts them all
+        jobs = [(p, executor.submit(_run_one, args.name, args.scale, device, p,
+                                    threads=_thread_share(device, concurrent))) for p in points]
         for p, job in jobs:
             rows.append(_sweep_row(p, job))
             bar.update()
     bar.close()
     _table(rows)
     return 0 if all(r[1] in ("ok", "cached") for r in rows[1:]) else 1
+
+
+def _thread_share(device: str, concurrent: int) -> int | None:
+    """On CPU, each of ``concurrent`` runs at once gets an equal share of this process's threads, so that together
+    they do not oversubscribe the cores (None: leave the count alone)."""
+    import torch
+
+    return max(1, torch.get_num_threads() // concurrent) if device == "cpu" and concurrent > 1 else None
 
 
 def _device_for(device: str, i: int) -> str:
