@@ -25,7 +25,17 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from tqdm.auto import tqdm
 
 from . import cache
-from .runner import EXPERIMENTS, cached_current, get_experiment, regen_command, run_and_cache, shipped_cost, verify
+from .runner import (
+    EXPERIMENTS,
+    cached_current,
+    check_stored,
+    get_experiment,
+    regen_command,
+    run_and_cache,
+    shipped_cost,
+    stored_tags,
+    verify,
+)
 
 
 def resolve_device(device: str) -> str:
@@ -118,14 +128,25 @@ def cmd_list(_args) -> int:
                 status = "cached"
             except cache.CacheError as err:
                 status = {"missing": "not cached"}.get(err.kind, err.kind)
-            wall, size = cost.get((name, scale), (None, None))
-            rows.append((name, scale, status, "" if wall is None else f"{wall:.0f} s",
-                         "" if size is None else f"{size / 1e3:.0f} kB", exp.description if scale == "tiny" else ""))
+            rows.append((name, scale, status, *_cost_columns(cost, name, scale),
+                         exp.description if scale == "tiny" else ""))
+        for tag in [t for n, t in stored_tags() if n == name and t not in exp.scales]:    # sweep points, overrides
+            try:
+                check_stored(name, tag)
+                status = "cached"
+            except cache.CacheError as err:
+                status = err.kind
+            rows.append((name, tag, status, *_cost_columns(cost, name, tag), ""))
     _table(rows)
     total_wall = sum(w for w, _ in cost.values())
     total_size = sum(b for _, b in cost.values())
     print(f"\n{len(cost)} stored results: {total_wall / 60:.1f} min of recorded wall time, {total_size / 1e6:.2f} MB")
     return 0
+
+
+def _cost_columns(cost: dict, name: str, tag: str) -> tuple[str, str]:
+    wall, size = cost.get((name, tag), (None, None))
+    return "" if wall is None else f"{wall:.0f} s", "" if size is None else f"{size / 1e3:.0f} kB"
 
 
 def _run_one(name: str, scale: str, device: str, overrides: dict, progress: bool = False,

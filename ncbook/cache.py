@@ -124,15 +124,23 @@ def save(name: str, scale: str, config: dict, key: str, arrays: dict[str, np.nda
     return manifest_path
 
 
+def make_hint(name: str, scale: str) -> str:
+    """How to make a result from its file stem alone: the command for its scale, and the settings a sweep point's
+    stem lists after the scale (``cpu--per_class=300``)."""
+    base, _, sets = scale.partition("--")
+    return f"`python -m ncbook run {name} --scale {base}`" + (f" with --set for each of {sets}" if sets else "")
+
+
 def read_manifest(name: str, scale: str, root: Path | None = None) -> dict:
     _, manifest_path = paths(name, scale, root)
     try:
         return json.loads(manifest_path.read_text())
     except FileNotFoundError:
         raise CacheError(f"no cached result for {name} at scale {scale!r}: {manifest_path} is missing. Make it "
-                         f"with `python -m ncbook run {name} --scale {scale.split('--')[0]}`", "missing") from None
-    except json.JSONDecodeError as err:
-        raise CacheError(f"manifest {manifest_path} is not valid JSON ({err})") from None
+                         f"with {make_hint(name, scale)}", "missing") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise CacheError(f"manifest {manifest_path} is not valid JSON ({err}). Regenerate it with "
+                         f"{make_hint(name, scale)}") from None
 
 
 def check(name: str, scale: str, key: str, root: Path | None = None, regen: str | None = None) -> dict:

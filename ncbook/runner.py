@@ -328,19 +328,32 @@ def _cli_value(v) -> str:
     return ",".join(str(x) for x in v) if isinstance(v, list | tuple) else str(v)
 
 
+def check_stored(name: str, tag: str, root: Path | None = None) -> dict:
+    """Check one stored result (a scale, or a scale with overrides) against its checksums and the key the current
+    configuration and code give: its manifest, or CacheError saying what is wrong and how to regenerate it."""
+    manifest = cache.read_manifest(name, tag, root)
+    try:
+        exp = get_experiment(manifest.get("experiment", name))
+        scale, overrides = manifest.get("base_scale", tag), manifest.get("overrides", {})
+        key = exp.key(exp.config(scale, **overrides))
+    except (KeyError, ValueError) as err:     # an experiment or a setting that no longer exists
+        raise cache.CacheError(f"{name}/{tag}: {err}", "stale") from None
+    return cache.check(name, tag, key, root, regen_command(name, scale, overrides))
+
+
+def stored_tags(root: Path | None = None) -> list[tuple[str, str]]:
+    """(experiment, tag) of every stored result, in file order."""
+    return [(p.parent.name, p.stem) for p in sorted((root or cache.RESULTS_DIR).glob("*/*.json"))]
+
+
 def verify(root: Path | None = None) -> list[tuple[str, str, str]]:
     """Check every stored result: (experiment, tag, "ok" or the problem), in file order."""
     rows = []
-    for manifest_path in sorted((root or cache.RESULTS_DIR).glob("*/*.json")):
-        name, tag = manifest_path.parent.name, manifest_path.stem
+    for name, tag in stored_tags(root):
         try:
-            manifest = cache.read_manifest(name, tag, root)
-            exp = get_experiment(manifest.get("experiment", name))
-            scale, overrides = manifest.get("base_scale", tag), manifest.get("overrides", {})
-            cfg = exp.config(scale, **overrides)
-            cache.check(name, tag, exp.key(cfg), root, regen_command(name, scale, overrides))
+            check_stored(name, tag, root)
             rows.append((name, tag, "ok"))
-        except (cache.CacheError, KeyError, ValueError) as err:
+        except cache.CacheError as err:
             rows.append((name, tag, str(err)))
     return rows
 
@@ -348,11 +361,12 @@ def verify(root: Path | None = None) -> list[tuple[str, str, str]]:
 def shipped_cost(root: Path | None = None) -> dict[tuple[str, str], tuple[float, int]]:
     """(wall time in seconds from the manifest, bytes on disk of .npz + .json) of every stored result."""
     out = {}
-    for manifest_path in sorted((root or cache.RESULTS_DIR).glob("*/*.json")):
-        name, tag = manifest_path.parent.name, manifest_path.stem
-        manifest = cache.read_manifest(name, tag, root)
-        size = manifest_path.stat().st_size + manifest_path.with_suffix(".npz").stat().st_size
-        out[(name, tag)] = (float(manifest["provenance"]["wall_time_s"]), size)
+    for name, tag in stored_tags(root):
+        try:
+            wall = float(cache.read_manifest(name, tag, root)["provenance"]["wall_time_s"])
+        except (cache.CacheError, KeyError, TypeError, ValueError):    # unreadable: `verify` and `list` say so
+            continue
+        out[(name, tag)] = (wall, sum(p.stat().st_size for p in cache.paths(name, tag, root) if p.exists()))
     return out
 
 

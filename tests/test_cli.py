@@ -141,3 +141,18 @@ def test_a_stopped_run_resumes_from_the_command_line_to_the_same_result(results,
     assert sorted(resumed.files) == sorted(fresh.files)
     for k in fresh.files:
         np.testing.assert_array_equal(resumed[k], fresh[k])
+
+
+def test_list_and_verify_report_a_broken_manifest_instead_of_crashing(results, capsys):
+    assert main(["run", "jacot_mlp", "--scale", "tiny", "--device", "cpu", "--set", "steps=20"]) == 0
+    assert main(["list"]) == 0
+    rows = [line.split()[:3] for line in capsys.readouterr().out.splitlines()]
+    assert ["jacot_mlp", "tiny--steps=20", "cached"] in rows             # a sweep point is listed too
+    (results / "jacot_mlp" / "tiny--steps=20.json").write_text("{not json")
+    assert main(["list"]) == 0
+    rows = [line.split()[:3] for line in capsys.readouterr().out.splitlines()]
+    assert ["jacot_mlp", "tiny--steps=20", "corrupted"] in rows
+    assert main(["verify"]) == 1
+    out = capsys.readouterr().out
+    assert "tiny--steps=20.json is not valid JSON" in out
+    assert "`python -m ncbook run jacot_mlp --scale tiny` with --set for each of steps=20" in out
