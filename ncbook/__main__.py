@@ -177,6 +177,9 @@ def cmd_run(args) -> int:
         print(f"{args.name} at scale {args.scale} is already cached and current: {done}\n"
               "(add --force to run it again, e.g. on another device)")
         return 0
+    if args.scale == "paper" and device == "cpu":
+        print(f"note: the paper scale of {args.name} has the paper's own sizes and is meant for a GPU; on a CPU it "
+              "may take days (a killed run resumes from its last checkpoint)", file=sys.stderr)
     try:
         path, wall = _run_one(args.name, args.scale, device, overrides, progress=True)
     except FileNotFoundError as err:
