@@ -41,7 +41,7 @@ def gd_with_sharpness(model: MLP, X: torch.Tensor, labels: torch.Tensor, lr: flo
                                                     params, iters=power_iters, seed=k))
         loss = regularised_loss(model, params, Xd, Y, weight_decay)
         if not torch.isfinite(loss):
-            raise FloatingPointError(f"GD diverged at step {k} (loss {float(loss)}): lr {lr:g} is above 2/sharpness")
+            raise FloatingPointError(f"GD diverged at step {k} (loss {loss.item()}): lr {lr:g} is above 2/sharpness")
         losses.append(float(loss.detach()))
         if k == steps:
             break
