@@ -12,6 +12,11 @@
     (1,797 samples) full batch, and the Jacot-size network. A step's time is (time of S+1 steps - time of 1 step)/S,
     which leaves out the set-up and the metric recording every run does at its first and last step; the arms are
     interleaved and repeated, and the medians are reported with their spread (min-max).
+    For the full-batch cases it also prints the ceiling on that ratio. Whatever the implementation, a step of the 8
+    models takes at least (a) the time of all its matrix products at the dense matmul rate, and (b) the time of the
+    first layer's forward product and weight gradient (2 N d_0 d_1 FLOPs each per model), measured here in the
+    fastest of three forms: two layouts of one wide product, or model by model. The plain loop's time divided by the
+    larger of (a) and (b) bounds what training together can gain on this machine.
 """
 
 from __future__ import annotations
@@ -83,6 +88,22 @@ ARMS = {
 }
 
 
+def first_layer_floor(widths: list[int], n: int, models: int, dev: str, repeats: int = 20) -> float:
+    """Seconds for the two products no full-batch step of ``models`` networks can skip: the first layer's forward
+    (N x d_0 by d_0 x M d_1) and weight gradient (M d_1 x N by N x d_0), each in the fastest of three forms."""
+    d0, d1 = widths[0], widths[1]
+    x, w, g = (torch.randn(*s, device=dev) for s in ((n, d0), (models * d1, d0), (models * d1, n)))
+    ws, gs = w.split(d1), g.split(d1)
+    forms = {"forward": (lambda: x @ w.T, lambda: w @ x.T, lambda: [x @ v.T for v in ws]),
+             "weight gradient": (lambda: g @ x, lambda: x.T @ g.T, lambda: [h @ x for h in gs])}
+    best = 0.0
+    for fns in forms.values():
+        for f in fns:
+            f()
+        best += min(min(time_training(f, dev) for _ in range(repeats)) for f in fns)
+    return best
+
+
 def step_times(widths, L1, X, y, batch, steps, repeats, dev) -> dict[str, list[float]]:
     """Seconds per training step of all 8 models, per arm and repeat: (t(steps + 1) - t(1)) / steps."""
     lams = [1e-4 * 2 ** i for i in range(8)]
@@ -148,6 +169,12 @@ def main() -> None:
         print(f"    together is {t['plain loop one by one'] / t['together']:.1f}x faster than the plain loop one "
               f"by one, {t['ncbook one by one'] / t['together']:.1f}x faster than ncbook's train one by one "
               f"(target >= 3x)")
+        if batch is None:
+            at_peak = 8 * step_flops(w, len(ys)) / peak
+            first = first_layer_floor(w, len(ys), 8, dev)
+            print(f"    ceiling: all products at the matmul rate take {1e3 * at_peak:.1f} ms, the first layer's two "
+                  f"alone {1e3 * first:.1f} ms, so training together can beat the plain loop by at most "
+                  f"{t['plain loop one by one'] / max(at_peak, first):.1f}x on this machine")
 
 
 if __name__ == "__main__":
