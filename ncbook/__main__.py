@@ -44,10 +44,13 @@ def resolve_device(device: str) -> str:
 
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
+    if device != "cpu" and device != "cuda" and not (device.startswith("cuda:") and device[5:].isdigit()):
+        raise SystemExit(f"--device must be cpu, cuda, cuda:N or auto, got {device!r}")
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise SystemExit("--device cuda: no CUDA device is available here; use --device cpu (or auto)")
-    if device not in ("cpu",) and not device.startswith("cuda"):
-        raise SystemExit(f"--device must be cpu, cuda or auto, got {device!r}")
+        raise SystemExit(f"--device {device}: no CUDA device is available here; use --device cpu (or auto)")
+    if device.startswith("cuda:") and int(device[5:]) >= torch.cuda.device_count():
+        raise SystemExit(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s), "
+                         f"numbered from 0")
     return device
 
 

@@ -45,6 +45,10 @@ def test_bad_requests_fail_clearly(results):
     if not torch.cuda.is_available():
         with pytest.raises(SystemExit, match="no CUDA device"):
             main(["run", "jacot_mlp", "--scale", "tiny", "--device", "cuda"])
+    with pytest.raises(SystemExit, match="must be cpu, cuda, cuda:N or auto, got 'gpu'"):
+        main(["run", "jacot_mlp", "--scale", "tiny", "--device", "gpu"])
+    with pytest.raises(SystemExit, match="no CUDA device|numbered from 0"):
+        main(["run", "jacot_mlp", "--scale", "tiny", "--device", f"cuda:{torch.cuda.device_count()}"])
 
 
 @pytest.mark.parametrize("executor", ["process", "submitit-local"])
