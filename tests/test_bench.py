@@ -1,0 +1,25 @@
+"""The benchmark's FLOP count (the numerator of its throughput ratio) against torch's own FLOP counter."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from ncbook.nets import MLP, Ensemble
+
+spec = importlib.util.spec_from_file_location("bench_training",
+                                              Path(__file__).parents[1] / "benchmarks" / "bench_training.py")
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+
+
+@pytest.mark.parametrize("widths", [[784, 256, 256, 10], [64, 32, 32, 32, 16, 16, 10], [5, 7, 3]])
+def test_step_flops_counts_every_product_of_a_training_step(widths):
+    torch.manual_seed(0)
+    x, n = torch.randn(37, widths[0]), 37
+    for model in (MLP(widths, len(widths) - 2), Ensemble([MLP(widths, len(widths) - 2)])):
+        with FlopCounterMode(display=False) as counter:
+            model(x).square().sum().backward()
+        assert counter.get_total_flops() == bench.step_flops(widths, n)
