@@ -208,16 +208,17 @@ def cmd_sweep(args) -> int:
             raise SystemExit(f"invalid sweep point {p}: {err}") from None
     device = resolve_device(args.device)
     rows = [("point", "status", "wall time", "manifest")]
-    if not args.force:       # points already cached and current are kept, so an interrupted sweep picks up
-        for p in [p for p in points if cached_current(args.name, args.scale, **p)]:
-            rows.append((_label(p), "cached", "", str(cached_current(args.name, args.scale, **p))))
+    for p in [] if args.force else list(points):    # cached, current points are kept: an interrupted sweep picks up
+        done = cached_current(args.name, args.scale, **p)
+        if done is not None:
+            rows.append((_label(p), "cached", "", str(done)))
             points.remove(p)
     bar = tqdm(total=len(points), desc=f"sweep {args.name} ({len(points)} runs)")
     if args.executor == "process":
         # "spawn": forking a process whose OpenMP thread pool is already running deadlocks the children
         with ProcessPoolExecutor(max_workers=args.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
             futures = {pool.submit(_run_one, args.name, args.scale, _device_for(device, i), p,
-                                   threads=_thread_share(device, args.workers)): p
+                                   threads=_thread_share(device, min(args.workers, len(points)))): p
                        for i, p in enumerate(points)}
             for fut in as_completed(futures):
                 rows.append(_sweep_row(futures[fut], fut))
