@@ -17,7 +17,6 @@ import ast
 import itertools
 import multiprocessing
 import sys
-import time
 import types
 import typing
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -31,7 +30,7 @@ from .runner import (
     check_stored,
     get_experiment,
     regen_command,
-    run_and_cache,
+    run_point,
     shipped_cost,
     stored_tags,
     verify,
@@ -152,18 +151,6 @@ def _cost_columns(cost: dict, name: str, tag: str) -> tuple[str, str]:
     return "" if wall is None else f"{wall:.0f} s", "" if size is None else f"{size / 1e3:.0f} kB"
 
 
-def _run_one(name: str, scale: str, device: str, overrides: dict, progress: bool = False,
-             threads: int | None = None) -> tuple[str, float]:
-    if threads is not None:       # a worker of a sweep: its share of the CPU threads
-        import torch
-
-        torch.set_num_threads(threads)
-    t0 = time.perf_counter()
-    path = run_and_cache(name, scale, device=device, progress=progress,
-                         command=regen_command(name, scale, overrides) + f" --device {device}", **overrides)
-    return str(path), time.perf_counter() - t0
-
-
 def cmd_run(args) -> int:
     exp = get_experiment(args.name)
     cfg_type = type(exp.config(args.scale))
@@ -184,7 +171,7 @@ def cmd_run(args) -> int:
         print(f"note: the paper scale of {args.name} has the paper's own sizes and is meant for a GPU; on a CPU it "
               "may take days (a killed run resumes from its last checkpoint)", file=sys.stderr)
     try:
-        path, wall = _run_one(args.name, args.scale, device, overrides, progress=True)
+        path, wall = run_point(args.name, args.scale, device, overrides, progress=True)
     except FileNotFoundError as err:
         raise SystemExit(f"{err}\nFrom the command line: add --set data_root=PATH, or --set download=True "
                          "to fetch the data set there once.") from None
@@ -217,7 +204,7 @@ def cmd_sweep(args) -> int:
     if args.executor == "process":
         # "spawn": forking a process whose OpenMP thread pool is already running deadlocks the children
         with ProcessPoolExecutor(max_workers=args.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {pool.submit(_run_one, args.name, args.scale, _device_for(device, i), p,
+            futures = {pool.submit(run_point, args.name, args.scale, _device_for(device, i), p,
                                    threads=_thread_share(device, min(args.workers, len(points)))): p
                        for i, p in enumerate(points)}
             for fut in as_completed(futures):
@@ -234,7 +221,7 @@ def cmd_sweep(args) -> int:
             executor.update_parameters(timeout_min=args.timeout_min, slurm_partition=args.partition,
                                        gpus_per_node=1 if device.startswith("cuda") else 0)
         concurrent = len(points) if args.executor == "submitit-local" else 1   # the local executor starts them all
-        jobs = [(p, executor.submit(_run_one, args.name, args.scale, device, p,
+        jobs = [(p, executor.submit(run_point, args.name, args.scale, device, p,
                                     threads=_thread_share(device, concurrent))) for p in points]
         for p, job in jobs:
             rows.append(_sweep_row(p, job))

@@ -283,6 +283,20 @@ def run_and_cache(name: str, scale: str, device: str = "cpu", progress: bool = T
     return manifest
 
 
+def run_point(name: str, scale: str, device: str, overrides: dict, progress: bool = False,
+              threads: int | None = None) -> tuple[str, float]:
+    """One run of the command line or one point of a sweep: (manifest path, wall seconds). It lives here, not in
+    ``__main__``, because a sweep's spawned workers must import it by name."""
+    if threads is not None:       # a worker of a sweep: its share of the CPU threads
+        import torch
+
+        torch.set_num_threads(threads)
+    t0 = time.perf_counter()
+    path = run_and_cache(name, scale, device=device, progress=progress,
+                         command=regen_command(name, scale, overrides) + f" --device {device}", **overrides)
+    return str(path), time.perf_counter() - t0
+
+
 def checkpoint_path(name: str, scale: str, root: Path | None = None, **overrides) -> Path:
     """Where a run saves its checkpoint (multi-part runs add ``.<part>`` before the suffix); a killed run resumes
     from it when the same command is run again, with the same configuration and code (both are in the key)."""

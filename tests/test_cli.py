@@ -160,3 +160,19 @@ def test_list_and_verify_report_a_broken_manifest_instead_of_crashing(results, c
     out = capsys.readouterr().out
     assert "tiny--steps=20.json is not valid JSON" in out
     assert "`python -m ncbook run jacot_mlp --scale tiny` with --set for each of steps=20" in out
+
+
+def test_a_process_sweep_from_the_real_command_line(results):
+    """`python -m ncbook sweep`, as a user types it: the spawned workers must import the run function by name (one
+    defined in ``__main__`` cannot be, which calling ``main()`` in-process would not show)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NCBOOK_RESULTS": str(results), "TQDM_DISABLE": "1"}
+    done = subprocess.run([sys.executable, "-m", "ncbook", "sweep", "jacot_mlp", "--scale", "tiny", "--device", "cpu",
+                           "--grid", "steps=10,20", "--workers", "2"], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(p.name for p in (results / "jacot_mlp").glob("*.json")) == ["tiny--steps=10.json",
+                                                                             "tiny--steps=20.json"]
