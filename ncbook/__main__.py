@@ -187,6 +187,8 @@ def cmd_sweep(args) -> int:
     grid = parse_assignments(args.grid or [], type(exp.config(args.scale)), multi=True)
     if not grid:
         raise SystemExit("sweep needs at least one --grid key=v1,v2")
+    if args.workers < 1 or args.timeout_min < 1:
+        raise SystemExit(f"--workers and --timeout-min must be >= 1, got {args.workers} and {args.timeout_min}")
     points = [dict(zip(grid, vals)) for vals in itertools.product(*grid.values())]
     for p in points:
         try:

@@ -73,6 +73,8 @@ def test_settings_are_checked_against_their_types_before_any_work(results):
         main(["run", "jacot_mlp", "--scale", "tiny", "--device", "cpu", "--set", "steps=abc"])
     with pytest.raises(SystemExit, match="expected float, got 'x'"):
         main(["sweep", "jacot_mlp", "--scale", "tiny", "--device", "cpu", "--grid", "lr=0.1,x"])
+    with pytest.raises(SystemExit, match="--workers and --timeout-min must be >= 1, got 0"):
+        main(["sweep", "jacot_mlp", "--scale", "tiny", "--device", "cpu", "--grid", "lr=0.1", "--workers", "0"])
     with pytest.raises(SystemExit, match="invalid settings for jacot_mlp"):
         main(["run", "jacot_mlp", "--scale", "tiny", "--device", "cpu", "--set", "seeds=()"])
     with pytest.raises(SystemExit, match="repeats a seed"):
