@@ -129,6 +129,8 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=5, help="interleaved repeats of every arm in (2)")
     a = p.parse_args()
     dev = a.device
+    if dev.startswith("cuda") and not torch.cuda.is_available():
+        raise SystemExit(f"--device {dev}: no CUDA device is available here; run with --device cpu")
     X, y = data.mnist5k(device=dev)
     widths = [784] + [256] * 8 + [10]
     cfg = TrainConfig(steps=a.steps, lr=0.01, weight_decay=1e-3, momentum=0.9, record_every=10 ** 9)

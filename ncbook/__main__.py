@@ -143,6 +143,11 @@ def cmd_list(_args) -> int:
     total_wall = sum(w for w, _ in cost.values())
     total_size = sum(b for _, b in cost.values())
     print(f"\n{len(cost)} stored results: {total_wall / 60:.1f} min of recorded wall time, {total_size / 1e6:.2f} MB")
+    left = sorted((cache.RESULTS_DIR / ".checkpoints").glob("*.pt"))
+    if left:
+        print(f"{len(left)} checkpoint file(s) of stopped runs in {left[0].parent} "
+              f"({sum(f.stat().st_size for f in left) / 1e6:.1f} MB): the same command resumes each run; those made "
+              "before a change to its settings or code are never used again and can be deleted")
     return 0
 
 

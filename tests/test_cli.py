@@ -137,6 +137,8 @@ def test_a_stopped_run_resumes_from_the_command_line_to_the_same_result(results,
         main(["run", "jacot_mlp", "--scale", "tiny", "--device", "cpu"])
     restore()
     assert not (results / "jacot_mlp").exists()                          # nothing half-written
+    assert main(["list"]) == 0
+    assert "1 checkpoint file(s) of stopped runs" in capsys.readouterr().out
     assert main(["run", "jacot_mlp", "--scale", "tiny", "--device", "cpu"]) == 0
     assert "resuming from the checkpoint" in capsys.readouterr().err
     assert not list((results / ".checkpoints").iterdir())                # cleaned up once stored
