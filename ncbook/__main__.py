@@ -29,7 +29,6 @@ from .runner import (
     cached_current,
     check_stored,
     get_experiment,
-    regen_command,
     run_point,
     shipped_cost,
     stored_tags,
@@ -122,23 +121,14 @@ def seed_override(exp, cfg_type, seeds: list[int]) -> dict:
 def cmd_list(_args) -> int:
     cost = shipped_cost()
     rows = [("experiment", "scale", "status", "wall time", "size", "description")]
-    for name, exp in EXPERIMENTS.items():
-        for scale in exp.scales:
-            cfg = exp.config(scale)
-            try:
-                cache.check(name, scale, exp.key(cfg), regen=regen_command(name, scale, {}))
-                status = "cached"
-            except cache.CacheError as err:
-                status = {"missing": "not cached"}.get(err.kind, err.kind)
-            rows.append((name, scale, status, *_cost_columns(cost, name, scale),
-                         exp.description if scale == "tiny" else ""))
-        for tag in [t for n, t in stored_tags() if n == name and t not in exp.scales]:    # sweep points, overrides
+    for name, exp in EXPERIMENTS.items():      # every scale, then the stored sweep points and overrides
+        for tag in [*exp.scales, *(t for n, t in stored_tags() if n == name and t not in exp.scales)]:
             try:
                 check_stored(name, tag)
                 status = "cached"
             except cache.CacheError as err:
-                status = err.kind
-            rows.append((name, tag, status, *_cost_columns(cost, name, tag), ""))
+                status = {"missing": "not cached"}.get(err.kind, err.kind)
+            rows.append((name, tag, status, *_cost_columns(cost, name, tag), exp.description if tag == "tiny" else ""))
     _table(rows)
     total_wall = sum(w for w, _ in cost.values())
     total_size = sum(b for _, b in cost.values())

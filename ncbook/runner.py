@@ -266,7 +266,7 @@ def run_and_cache(name: str, scale: str, device: str = "cpu", progress: bool = T
     exp = get_experiment(name)
     cfg = exp.config(scale, **overrides)
     tag, key = _scale_tag(scale, overrides), exp.key(cfg)
-    ckpt = checkpoint_path(name, scale, root, **overrides)
+    ckpt = _checkpoint_file(name, tag, key, root)
     ckpt.parent.mkdir(parents=True, exist_ok=True)
     left = _readable_checkpoints(ckpt)
     if left and progress:
@@ -301,8 +301,11 @@ def checkpoint_path(name: str, scale: str, root: Path | None = None, **overrides
     """Where a run saves its checkpoint (multi-part runs add ``.<part>`` before the suffix); a killed run resumes
     from it when the same command is run again, with the same configuration and code (both are in the key)."""
     exp = get_experiment(name)
-    key = exp.key(exp.config(scale, **overrides))
-    return (root or cache.RESULTS_DIR) / ".checkpoints" / f"{name}--{_scale_tag(scale, overrides)}--{key}.pt"
+    return _checkpoint_file(name, _scale_tag(scale, overrides), exp.key(exp.config(scale, **overrides)), root)
+
+
+def _checkpoint_file(name: str, tag: str, key: str, root: Path | None) -> Path:
+    return (root or cache.RESULTS_DIR) / ".checkpoints" / f"{name}--{tag}--{key}.pt"
 
 
 def _readable_checkpoints(ckpt: Path) -> list[Path]:
