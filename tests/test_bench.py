@@ -23,3 +23,12 @@ def test_step_flops_counts_every_product_of_a_training_step(widths):
         with FlopCounterMode(display=False) as counter:
             model(x).square().sum().backward()
         assert counter.get_total_flops() == bench.step_flops(widths, n)
+
+
+@pytest.mark.parametrize("widths", [[784, 64, 64, 32, 32, 10], [5, 7, 3]])
+def test_the_ceiling_times_exactly_the_products_of_a_step(widths):
+    n, M = 37, 8
+    products = bench.step_products(widths, n, M)
+    flops = [{2 * B * p * q * r for B, p, q, r in ways} for ways in products]
+    assert all(len(f) == 1 for f in flops), "every decomposition of a product must do the same arithmetic"
+    assert sum(f.pop() for f in flops) == M * bench.step_flops(widths, n)
