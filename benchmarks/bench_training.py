@@ -13,13 +13,13 @@
     which leaves out the set-up and the metric recording every run does at its first and last step; the arms are
     interleaved and repeated; each ratio is taken within a repeat, where the arms ran seconds apart, and the
     median of those ratios is reported with their spread (min-max), which cancels most of a shared machine's drift.
-    For the full-batch cases it also prints the ceiling on that ratio. Whatever the implementation, a step of the 8
+    For every case it also prints the ceiling on that ratio. Whatever the implementation, a step of the 8
     models takes at least (a) the time of all its matrix products at the dense matmul rate, and (b) the time of
     those same products (forward, weight gradient and input gradient of every layer), each timed in its fastest
     form (median time, as for the arms): one batched product in either orientation, or model by model, and for
     the first layer, whose input all models share, also one wide product. The plain loop's time divided by the
     larger of (a) and (b) bounds what training together can gain on this machine: (b) leaves out every elementwise
-    operation.
+    operation. (With minibatches, N is the batch size: all models draw the same batch, so they share its input.)
 """
 
 from __future__ import annotations
@@ -190,12 +190,12 @@ def main() -> None:
         print("    together is " + ", ".join(f"{statistics.median(r):.1f}x ({r[0]:.1f}-{r[-1]:.1f}) faster than the "
                                           f"{arm}" for arm, r in ratio.items()) + " (median of the repeats' ratios; "
               "target >= 3x)")
-        if batch is None:
-            at_peak = 8 * step_flops(w, len(ys)) / peak
-            floor = product_floor(w, len(ys), 8, dev)
-            print(f"    ceiling: the step's products take {1e3 * at_peak:.1f} ms at the matmul rate and "
-                  f"{1e3 * floor:.1f} ms each in its fastest form, so training together can beat the plain loop by "
-                  f"at most {t['plain loop one by one'] / max(at_peak, floor):.1f}x on this machine")
+        n = batch or len(ys)        # a minibatch step's products have the batch's size; all models share it
+        at_peak = 8 * step_flops(w, n) / peak
+        floor = product_floor(w, n, 8, dev)
+        print(f"    ceiling: the step's products take {1e3 * at_peak:.1f} ms at the matmul rate and "
+              f"{1e3 * floor:.1f} ms each in its fastest form, so training together can beat the plain loop by "
+              f"at most {t['plain loop one by one'] / max(at_peak, floor):.1f}x on this machine")
 
 
 if __name__ == "__main__":
