@@ -92,7 +92,7 @@ ARMS = {
 
 
 def step_products(widths: list[int], n: int, models: int) -> list[list[tuple[int, int, int, int]]]:
-    """Every matrix product of one full-batch step of ``models`` stacked networks, each as its possible
+    """Every matrix product of one step on n samples of ``models`` stacked networks, each as its possible
     decompositions (B, p, q, r): B products of a (p x q) by a (q x r) matrix. The first layer's input is shared, so
     its forward and weight gradient are one wide product or one per model; a later layer's forward, weight gradient
     and input gradient are one product per model."""
@@ -104,7 +104,7 @@ def step_products(widths: list[int], n: int, models: int) -> list[list[tuple[int
 
 
 def product_floor(widths: list[int], n: int, models: int, dev: str, repeats: int = 10) -> float:
-    """Seconds for all the products of a full-batch step of ``models`` networks, each timed (median of ``repeats``,
+    """Seconds for all the products of a step on n samples of ``models`` networks, each timed (median of ``repeats``,
     like the arms) in the fastest of its forms: every decomposition, as one (batched) product in either orientation,
     or product by product."""
     total = 0.0
