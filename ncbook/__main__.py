@@ -192,11 +192,12 @@ def cmd_sweep(args) -> int:
             raise SystemExit(f"invalid sweep point {p}: {err}") from None
     device = resolve_device(args.device)
     rows = [("point", "status", "wall time", "manifest")]
-    for p in [] if args.force else list(points):    # cached, current points are kept: an interrupted sweep picks up
-        done = cached_current(args.name, args.scale, **p)
-        if done is not None:
-            rows.append((_label(p), "cached", "", str(done)))
-            points.remove(p)
+    if not args.force:       # cached, current points are kept, so an interrupted sweep picks up where it stopped
+        for p in list(points):
+            done = cached_current(args.name, args.scale, **p)
+            if done is not None:
+                rows.append((_label(p), "cached", "", str(done)))
+                points.remove(p)
     bar = tqdm(total=len(points), desc=f"sweep {args.name} ({len(points)} runs)")
     if args.executor == "process":
         # "spawn": forking a process whose OpenMP thread pool is already running deadlocks the children

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from . import cache
 from .experiments import (
@@ -288,8 +289,6 @@ def run_point(name: str, scale: str, device: str, overrides: dict, progress: boo
     """One run of the command line or one point of a sweep: (manifest path, wall seconds). It lives here, not in
     ``__main__``, because a sweep's spawned workers must import it by name."""
     if threads is not None:       # a worker of a sweep: its share of the CPU threads
-        import torch
-
         torch.set_num_threads(threads)
     t0 = time.perf_counter()
     path = run_and_cache(name, scale, device=device, progress=progress,
@@ -311,8 +310,6 @@ def _checkpoint_file(name: str, tag: str, key: str, root: Path | None) -> Path:
 def _readable_checkpoints(ckpt: Path) -> list[Path]:
     """The checkpoints a stopped run left for this configuration and code; an unreadable one is refused by name
     rather than failing deep inside the run."""
-    import torch
-
     parts = sorted(ckpt.parent.glob(ckpt.stem + ".*"))
     for part in parts:
         try:

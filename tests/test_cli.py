@@ -1,6 +1,9 @@
 """The command line on the `tiny` scale: run, list, verify, sweep (processes and submitit's local executor)."""
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -169,10 +172,6 @@ def test_list_and_verify_report_a_broken_manifest_instead_of_crashing(results, c
 def test_a_process_sweep_from_the_real_command_line(results):
     """`python -m ncbook sweep`, as a user types it: the spawned workers must import the run function by name (one
     defined in ``__main__`` cannot be, which calling ``main()`` in-process would not show)."""
-    import os
-    import subprocess
-    import sys
-
     env = {**os.environ, "NCBOOK_RESULTS": str(results), "TQDM_DISABLE": "1"}
     done = subprocess.run([sys.executable, "-m", "ncbook", "sweep", "jacot_mlp", "--scale", "tiny", "--device", "cpu",
                            "--grid", "steps=10,20", "--workers", "2"], env=env, capture_output=True, text=True,
