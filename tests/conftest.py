@@ -5,19 +5,20 @@ import pytest
 
 @pytest.fixture
 def kill_at_step(monkeypatch):
-    """``kill_at_step(cls, n)`` makes optimiser class ``cls`` raise KeyboardInterrupt at its n-th ``step`` (an
-    injected kill) and returns a function that restores the real ``step``."""
+    """``kill_at_step(owner, n, name="step")`` makes ``owner.name`` (an optimiser class's ``step``, or a module's
+    update function) raise KeyboardInterrupt at its n-th call (an injected kill) and returns a function that
+    restores the real one."""
 
-    def install(cls, n: int):
-        real_step, calls = cls.step, {"n": 0}
+    def install(owner, n: int, name: str = "step"):
+        real, calls = getattr(owner, name), {"n": 0}
 
-        def dying_step(self, *args, **kwargs):
+        def dying(*args, **kwargs):
             calls["n"] += 1
             if calls["n"] == n:
                 raise KeyboardInterrupt("killed (injected)")
-            return real_step(self, *args, **kwargs)
+            return real(*args, **kwargs)
 
-        monkeypatch.setattr(cls, "step", dying_step)
-        return lambda: monkeypatch.setattr(cls, "step", real_step)
+        monkeypatch.setattr(owner, name, dying)
+        return lambda: monkeypatch.setattr(owner, name, real)
 
     return install

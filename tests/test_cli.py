@@ -8,6 +8,7 @@ import sys
 import pytest
 import torch
 
+import ncbook.train
 from ncbook import cache
 from ncbook.__main__ import main
 
@@ -135,7 +136,7 @@ def test_a_stopped_run_resumes_from_the_command_line_to_the_same_result(results,
                                                                          monkeypatch):
     import numpy as np
 
-    restore = kill_at_step(torch.optim.SGD, 40)
+    restore = kill_at_step(ncbook.train, 40, "momentum_step")
     with pytest.raises(KeyboardInterrupt):
         main(["run", "jacot_mlp", "--scale", "tiny", "--device", "cpu"])
     restore()

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+import ncbook.train
 from ncbook import data
 from ncbook.nets import MLP, Ensemble
 from ncbook.train import TrainConfig, train, train_ensemble
@@ -82,13 +83,15 @@ def test_ensemble_equals_separate_runs():
             torch.testing.assert_close(Wt, Wa, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_penalty_gradient_added_by_hand_is_bit_identical_to_autograd(dtype):
-    """train_ensemble adds lambda W to the data gradient itself; autograd on the whole regularised objective
-    (data loss + sum_l lambda_l/2 ||W_l||^2, Jacot et al. Sec. 4) must give the very same floats."""
+def test_penalty_gradient_added_by_hand_is_bit_identical_to_autograd(dtype, momentum):
+    """train_ensemble adds lambda W to the data gradient itself and steps with its own momentum update; autograd on
+    the whole regularised objective (data loss + sum_l lambda_l/2 ||W_l||^2, Jacot et al. Sec. 4) stepped by
+    torch.optim.SGD must give the very same floats."""
     X, y = problem()
     X = X.to(dtype)
-    cfgs = [TrainConfig(steps=40, lr=0.1, weight_decay=lam, weight_decay_last=last, momentum=0.9,
+    cfgs = [TrainConfig(steps=40, lr=0.1, weight_decay=lam, weight_decay_last=last, momentum=momentum,
                         record_every=10 ** 6) for lam, last in [(0.0, 0.0), (1e-3, 3e-2), (2e-2, None)]]
     ens = Ensemble([net(s).to(dtype) for s in range(3)])
     ref = Ensemble([net(s).to(dtype) for s in range(3)])
@@ -96,7 +99,7 @@ def test_penalty_gradient_added_by_hand_is_bit_identical_to_autograd(dtype):
     L = len(ref.weights)
     lam = torch.tensor([[c.decay_of(i, L) for i in range(L)] for c in cfgs], dtype=dtype)
     Y = torch.nn.functional.one_hot(y, 3).to(dtype)
-    opt = torch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
+    opt = torch.optim.SGD(ref.parameters(), lr=0.1, momentum=momentum)
     for _ in range(40):
         fit = 0.5 * ((ref(X) - Y) ** 2).sum((1, 2)) / len(y)
         norms = torch.stack([(W ** 2).sum((1, 2)) for W in ref.weights], dim=1)
@@ -166,7 +169,7 @@ def test_interrupted_ensemble_resumes_to_the_same_result(tmp_path, kill_at_step)
     cfgs = [TrainConfig(steps=60, lr=0.05, weight_decay=lam, batch_size=10, momentum=0.9, record_every=20,
                         record_at=(5,)) for lam in (1e-3, 1e-2)]
     ckpt = tmp_path / "ens.pt"
-    restore = kill_at_step(torch.optim.SGD, 37)
+    restore = kill_at_step(ncbook.train, 37, "momentum_step")
     with pytest.raises(KeyboardInterrupt):
         train_ensemble(Ensemble([net(0), net(1)]), X, y, cfgs, seed=4, checkpoint=ckpt, checkpoint_every=10,
                        progress=False)
