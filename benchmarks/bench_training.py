@@ -188,9 +188,10 @@ def main() -> None:
         res = step_times(w, L1, Xs, ys, batch, steps, reps, dev)
         bad = [r for r in range(reps) if min(v[r] for v in res.values()) <= 0]
         if bad:     # t(steps + 1) <= t(1): something else took the cores during that repeat
-            print(f"    warning: repeat(s) {bad} measured a step time <= 0 (the machine was busy); left out")
+            print(f"(2) {label}: warning: repeat(s) {bad} measured a step time <= 0 (the machine was busy); left out")
             res = {arm: [x for r, x in enumerate(v) if r not in bad] for arm, v in res.items()}
             if not res["together"]:
+                print("    no repeat left: run it again on an idle machine")
                 continue
         t = {arm: statistics.median(v) for arm, v in res.items()}
         spread = ", ".join(f"{arm} {1e3 * t[arm]:.1f} ms ({1e3 * min(v):.1f}-{1e3 * max(v):.1f})"
