@@ -309,6 +309,26 @@ def inter_block_singular_value(p: UFM) -> float:
     return 2 * p.lam_H * (1 - np.sqrt(p.c)) / p.beta
 
 
+def exact_intra_block_spectrum(p: UFM) -> dict[str, tuple[float, int]]:
+    """The eigenvalues of the intra-class block E_kk of the exact Jacobian E = beta (beta I + Kn hess L)^{-1} of
+    H0 -> H at a collapsed H0, with the directions and multiplicities of :func:`intra_block_spectrum` (chapter 4):
+    E = (2I - F)^{-1}, and on each pair {class k along r_k', class k' along r_k} Kn hess L is g [[1, 1], [1, 1]]
+    (g = 2 lam_H (1 - sqrt c)), whose eigenvalues 0 and 2g average to the block's 1 - g/(beta + 2g)."""
+    first = intra_block_spectrum(p)                  # validates p
+    g = 2 * p.lam_H * (1 - np.sqrt(p.c))
+    exact = [p.beta / (p.beta + np.sqrt(p.lam_H / p.lam_W)), p.beta / (p.beta + p.lam_H), 1.0,
+             1 - g / (p.beta + 2 * g), p.beta / (p.beta + 2 * g)]
+    return {name: (value, mult) for (name, (_, mult)), value in zip(first.items(), exact)}
+
+
+def exact_inter_block_singular_value(p: UFM) -> float:
+    """The one non-zero singular value of an inter-class block E_kk' of the exact Jacobian of H0 -> H at a collapsed
+    H0: g / (beta + 2g), g = 2 lam_H (1 - sqrt c); to first order in 1/beta, Theorem 5.2's g / beta."""
+    inter_block_singular_value(p)                    # validates p
+    g = 2 * p.lam_H * (1 - np.sqrt(p.c))
+    return g / (p.beta + 2 * g)
+
+
 def spectrum_values(p: UFM) -> np.ndarray:
     """The dn eigenvalues of F_kk from :func:`intra_block_spectrum`, in decreasing order."""
     return np.sort(np.concatenate([[v] * m for v, m in intra_block_spectrum(p).values()]))[::-1]
@@ -316,6 +336,11 @@ def spectrum_values(p: UFM) -> np.ndarray:
 
 # ----------------------------------------------------------------------------------------------------------------
 # Appendix C.2: how Lipschitz is H0 -> H? (erratum: the constant involves 1/lam_W)
+
+
+def gradient_growth_constant(p: UFM) -> float:
+    """M = 1/(4 lam_W) + 1/lam_W + lam_H with ||Kn grad L(H)||_F <= M ||H||_F for every H (Lemma B.1, chapter 3)."""
+    return 1 / (4 * p.lam_W) + 1 / p.lam_W + p.lam_H
 
 
 def curvature_lower_bound(p: UFM) -> float:

@@ -79,12 +79,6 @@ def test_relu_can_increase_the_operator_norm():
     assert bounds.op_norm(torch.relu(A)) > bounds.op_norm(A) * 1.1
 
 
-def test_theorem_5_2_exponent():
-    b = bounds.thm_5_2_bounds(c=3.0, L1=2, L2=5, K=4, s_K_Y=3.0, eps1=0.1, X_op=10.0)
-    assert b["kappa_WL"] == pytest.approx(b["kappa_linear"] ** 0.2)
-    assert b["kappa_WL_as_printed"] == pytest.approx(b["kappa_linear"] ** 0.5)
-
-
 def test_ntk_norm_and_hessian_top_eigenvalue(digits100):
     X, y = digits100
     X, y = X[::5], y[::5]                                      # 20 samples, 2 per class
