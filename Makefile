@@ -8,7 +8,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: install assets book test unit notebooks pairing build-strict lint verify execute clean
+.PHONY: install assets book test unit mutation notebooks pairing build-strict lint verify execute clean
 
 install: $(STAMP)
 $(STAMP): requirements.txt pyproject.toml
@@ -23,7 +23,7 @@ book: install assets
 	$(VENV)/bin/jupyter-book build .
 	@echo "Open _build/html/index.html in a browser."
 
-test: install assets lint verify unit pairing notebooks build-strict
+test: install assets lint verify unit mutation pairing notebooks build-strict
 	@echo "all checks passed"
 
 verify:
@@ -34,6 +34,9 @@ unit:
 
 notebooks:
 	TQDM_DISABLE=1 $(PY) -m pytest --nbval book -q --nbval-sanitize-with scripts/nbval_sanitize.cfg
+
+mutation:
+	$(PY) scripts/mutation_check.py
 
 pairing:
 	$(PY) scripts/check_pairing.py
