@@ -226,6 +226,13 @@ def flow(H0: np.ndarray, p: UFM, t_end: float, num: int = 200, rtol: float = 1e-
     return {"t": t, "H": Hs, "gnc1": trace_W / trace_B, "trace_W": trace_W, "trace_B": trace_B}
 
 
+def beta_threshold_nc1(p: UFM) -> float:
+    """beta* = max(0, 1/(2 lam_W) - lam_H): for beta >= beta*, gNC1(H) <= gNC1(H0) at every stationary point H of
+    eq. (2) (chapter 3's explicit form of Corollary 4.2: within-class parts shrink by at least beta/(beta + lam_H),
+    centred means by at most that)."""
+    return max(0.0, 1 / (2 * p.lam_W) - p.lam_H)
+
+
 def layerwise(H0: np.ndarray, p: UFM, depth: int) -> list[np.ndarray]:
     """H_0, H_1, ..., H_depth with H_{l+1} the minimiser of eq. (2) for the input H_l: one layer added at a time
     on top of fixed ones (Sec. 4 after Corollary 4.2; the layer-wise training of Sec. 6)."""

@@ -346,3 +346,66 @@ def test_regularised_loss_by_hand():
     # 0.5 * (9 - 4)^2 + 0.5 * 0.1 * (1 + 1 + 4 + 0.25 + 1 + 9)
     expected = 12.5 + 0.05 * 16.25
     assert float(stability.regularised_loss(model, [W1, W2], X, Y, 0.1)) == pytest.approx(expected, rel=1e-15)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Tirer et al., Corollary 4.2 with an explicit threshold on beta
+
+
+def parts(H, p):
+    """Within-class parts H_w and centred class means M_c of class-ordered features."""
+    M = H.reshape(p.d, p.K, p.n).mean(2)
+    return H - np.repeat(M, p.n, axis=1), M - M.mean(1, keepdims=True)
+
+
+def test_corollary_4_2_threshold_by_hand_and_the_operator_inequality_it_rests_on():
+    """beta* = max(0, 1/(2 lam_W) - lam_H); the proof's key step W*^T W* <= n (H H^T + n lam_W I)^{-1}, which is tight
+    (top eigenvalue ratio -> 1) for collapsed features of growing norm."""
+    assert ufm.beta_threshold_nc1(ufm.UFM(3, 2, 4, 0.25, 0.5)) == pytest.approx(1.5, rel=1e-15)
+    assert ufm.beta_threshold_nc1(ufm.UFM(3, 2, 4, 2.0, 0.5)) == 0.0
+    p = ufm.UFM(3, 4, 5, 0.5, 0.1)
+    _, Hc = ufm.collapsed_minimiser(ufm.UFM(3, 4, 5, 0.5, 0.5))
+    for H, tight in [(RNG.normal(size=(p.d, p.N)), False), (30 * Hc, True)]:
+        W = ufm.optimal_W(H, p)
+        Q = p.n * np.linalg.inv(H @ H.T + p.n * p.lam_W * np.eye(p.d))
+        Qh = np.linalg.cholesky(np.linalg.inv(Q))                         # Q^{-1} = Qh Qh^T
+        top = np.linalg.eigvalsh(Qh.T @ W.T @ W @ Qh).max()               # W^T W <= Q  <=>  this <= 1
+        assert top <= 1 + 1e-12
+        if tight:
+            assert top > 0.99
+
+
+@pytest.mark.parametrize("lw,lh,beta_over_threshold,seed", [(0.5, 0.05, 1.0, 0), (0.25, 0.01, 1.5, 1),
+                                                             (2.0, 0.3, 1.0, 2), (1.0, 0.0, 1.0, 3)])
+def test_corollary_4_2_gnc1_cannot_increase_above_the_threshold(lw, lh, beta_over_threshold, seed):
+    """At the minimiser, within-class parts shrink by at least beta/(beta + lam_H) and centred means by at most that
+    (the two steps of the proof in chapter 3), so gNC1 does not increase, for beta at (or a little above) beta*."""
+    p0 = ufm.UFM(3, 4, 5, lw, lh)
+    beta = max(beta_over_threshold * ufm.beta_threshold_nc1(p0), 1e-3)
+    beta = max(beta, 1.01 * max(0.0, 1 / lw - lh))           # the solver needs the unique minimiser (beta > m)
+    p = ufm.UFM(3, 4, 5, lw, lh, beta)
+    H0 = np.random.default_rng(seed).normal(size=(p.d, p.N)) * (1 + 3 * seed)
+    _, H = ufm.solve_model2(H0, p)
+    (Hw, Mc), (Hw0, Mc0) = parts(H, p), parts(H0, p)
+    factor = beta / (beta + lh)
+    assert np.linalg.norm(Hw) <= factor * np.linalg.norm(Hw0) * (1 + 1e-9)
+    assert np.linalg.norm(Mc) >= factor * np.linalg.norm(Mc0) * (1 - 1e-9)
+    assert ufm.gnc1(H, p) <= ufm.gnc1(H0, p) * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_corollary_4_2_holds_at_stationary_points_between_the_threshold_and_uniqueness(seed):
+    """For beta* <= beta <= m = 1/lam_W - lam_H the objective need not be convex; at the stationary point the solver
+    reaches (residual checked) the two steps of the proof still hold, and gNC1 does not increase."""
+    lw, lh = 0.25, 0.01
+    p = ufm.UFM(3, 4, 5, lw, lh, 2.5)
+    assert ufm.beta_threshold_nc1(p) <= p.beta <= 1 / lw - lh
+    H0 = np.random.default_rng(seed).normal(size=(p.d, p.N)) * 2
+    _, H = ufm.solve_model2(H0, p)
+    residual = ufm.central_path_gradient(H, p) + p.beta * (H - H0)
+    assert np.abs(residual).max() < 1e-9 * max(1.0, np.abs(H0).max())
+    (Hw, Mc), (Hw0, Mc0) = parts(H, p), parts(H0, p)
+    factor = p.beta / (p.beta + lh)
+    assert np.linalg.norm(Hw) <= factor * np.linalg.norm(Hw0) * (1 + 1e-9)
+    assert np.linalg.norm(Mc) >= factor * np.linalg.norm(Mc0) * (1 - 1e-9)
+    assert ufm.gnc1(H, p) <= ufm.gnc1(H0, p) * (1 + 1e-9)
