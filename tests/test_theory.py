@@ -452,3 +452,18 @@ def test_corollary_4_2_holds_at_stationary_points_between_the_threshold_and_uniq
     assert np.linalg.norm(Hw) <= factor * np.linalg.norm(Hw0) * (1 + tol)
     assert np.linalg.norm(Mc) >= factor * np.linalg.norm(Mc0) * (1 - tol)
     assert ufm.gnc1(H, p) <= ufm.gnc1(H0, p) * (1 + 4 * tol)
+
+
+def test_proximal_objective_paper_constant_and_mean_cosines_by_independent_computation():
+    """Three formulas not covered elsewhere: L(H) + beta ||H - H0||^2 / (2Kn) is eq. (2) at W = W*(H); the extracted
+    Thm C.2 constant 1/(1 - 11 lam_H / beta) by hand; the cosines of the (uncentred) class means by numpy."""
+    p = ufm.UFM(3, 4, 5, 0.5, 0.3, beta=7.0)
+    H, H0 = RNG.normal(size=(p.d, p.N)), RNG.normal(size=(p.d, p.N))
+    assert ufm.proximal_objective(H, H0, p) == pytest.approx(ufm.objective(ufm.optimal_W(H, p), H, p, H0),
+                                                             rel=rounding(p.d * p.N))
+    assert ufm.lipschitz_constant_as_extracted(ufm.UFM(3, 3, 4, 1.0, 0.01, beta=11.0)) == pytest.approx(
+        1 / 0.99, rel=rounding())
+    Z, y = RNG.normal(size=(40, 6)) + 1.0, np.repeat(np.arange(4), 10)
+    M = np.stack([Z[y == k].mean(0) for k in range(4)])
+    M /= np.linalg.norm(M, axis=1, keepdims=True)
+    np.testing.assert_allclose(metrics.class_mean_cosines(Z, y), M @ M.T, rtol=rounding(40), atol=rounding(40))
