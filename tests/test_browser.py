@@ -23,6 +23,36 @@ ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "_build" / "browser"
 SHOTS = ROOT / "_build" / "screenshots"
 RAW_TEX = ("$$", "\\(", "\\[", "\\begin{", "\\frac", "\\mathrm")
+# Typeset math and article elements that extend past their visible box: the nearest ancestor that clips (overflow
+# not visible) or else the article column, measured with getBoundingClientRect. With allowScroll, an element whose
+# clipping box visibly scrolls (overflow auto/scroll and wider content) is not counted. Returns descriptions.
+CLIPPED_JS = """(allowScroll) => {
+  const article = document.querySelector("article.bd-article") || document.querySelector("main");
+  const column = article.getBoundingClientRect();
+  const out = [];
+  for (const el of article.querySelectorAll("mjx-math, p, li, table, img, pre, div.math, figure")) {
+    if (el.closest("details:not([open])") || el.offsetParent === null) continue;     // folded or hidden
+    const r = el.getBoundingClientRect();
+    if (r.width === 0) continue;
+    let box = column, scrolls = false;
+    for (let a = el.parentElement; a && a !== article; a = a.parentElement) {
+      const cs = getComputedStyle(a);
+      if (cs.overflowX !== "visible") {
+        box = a.getBoundingClientRect();
+        scrolls = ["auto", "scroll"].includes(cs.overflowX) && a.scrollWidth > a.clientWidth;
+        break;
+      }
+    }
+    if ((r.right > box.right + 1 || r.left < box.left - 1) && !(allowScroll && scrolls)) {
+      let tex = "";
+      const c = el.closest("mjx-container");
+      if (c) for (const m of MathJax.startup.document.math) if (m.typesetRoot === c) tex = m.math;
+      out.push(el.tagName.toLowerCase() + " " + Math.round(r.width) + " px: "
+               + (tex || el.textContent || el.getAttribute("src") || "").trim().replace(/\\s+/g, " ").slice(0, 100));
+    }
+  }
+  return out;
+}"""
 
 
 def chromium_path() -> str | None:
@@ -126,5 +156,18 @@ def test_page_in_chromium(browser, built_book: Path, page: str):
         fig.screenshot(path=str(SHOTS / f"{Path(page).name}-figure{i + 1}.png"))
 
     tab.screenshot(path=str(SHOTS / f"{Path(page).name}.png"), full_page=True)
+
+    # nothing typeset or laid out runs past its visible box at 1280 px, not even inside a scrolling box; on a
+    # 390 px phone what does (outside visibly scrolling boxes) is recorded for inspection
+    clipped = tab.evaluate(CLIPPED_JS, False)
+    tab.set_viewport_size({"width": 390, "height": 844})
+    tab.wait_for_timeout(300)
+    narrow = tab.evaluate(CLIPPED_JS, True)
+    tab.screenshot(path=str(SHOTS / f"{Path(page).name}-390.png"))
+    report = SHOTS / "clipped-390px.json"
+    record = json.loads(report.read_text()) if report.exists() else {}
+    record[page] = narrow
+    report.write_text(json.dumps(record, indent=1, ensure_ascii=False))
     ctx.close()
     assert not errors, f"{page}: " + "; ".join(errors)
+    assert not clipped, f"{page}: {len(clipped)} elements run past their visible box at 1280 px: {clipped[:3]}"
