@@ -160,6 +160,11 @@ def central_path_gradient(H: np.ndarray, p: UFM) -> np.ndarray:
     return W.T @ (W @ H - targets(p.K, p.n)) + p.lam_H * H
 
 
+def stationarity_residual(H: np.ndarray, H0: np.ndarray, p: UFM) -> np.ndarray:
+    """Kn grad L(H) + beta (H - H0): zero exactly at the stationary points of eq. (2)."""
+    return central_path_gradient(H, p) + p.beta * (H - H0)
+
+
 def proximal_objective(H: np.ndarray, H0: np.ndarray, p: UFM) -> float:
     """L(H) + beta ||H - H0||^2/(2Kn): minimising it over H is minimising eq. (2)."""
     return central_path_loss(H, p) + p.beta * np.sum((H - H0) ** 2) / (2 * p.N)
@@ -177,14 +182,14 @@ def solve_model2(H0: np.ndarray, p: UFM, H_init: np.ndarray | None = None,
 
     def fg(x):
         H = x.reshape(shape)
-        return proximal_objective(H, H0, p), (central_path_gradient(H, p) + p.beta * (H - H0)).ravel() / p.N
+        return proximal_objective(H, H0, p), stationarity_residual(H, H0, p).ravel() / p.N
 
     x0 = (H0 if H_init is None else H_init).ravel()
     res = scipy.optimize.minimize(fg, x0, jac=True, method="L-BFGS-B",
                                   options={"maxiter": 20_000, "ftol": 1e-16, "gtol": gtol})
     H = res.x.reshape(shape)
     for _ in range(3):                                # Newton polish: residual to rounding level
-        r = (central_path_gradient(H, p) + p.beta * (H - H0)).ravel(order="F")
+        r = stationarity_residual(H, H0, p).ravel(order="F")
         J = central_path_hessian(H, p) + p.beta * np.eye(H.size)
         H = H - np.linalg.solve(J, r).reshape(shape, order="F")
     return optimal_W(H, p), H
@@ -289,6 +294,12 @@ def block(F: np.ndarray, p: UFM, k: int, k2: int) -> np.ndarray:
     return F[k * m:(k + 1) * m, k2 * m:(k2 + 1) * m]
 
 
+def mean_curvature(p: UFM) -> float:
+    """g = 2 lam_H (1 - sqrt c): the scale of Kn hess L on the class-mean directions at a collapsed input
+    (Theorem 5.2; chapter 4's proof of the block spectrum)."""
+    return 2 * p.lam_H * (1 - np.sqrt(p.c))
+
+
 def intra_block_spectrum(p: UFM) -> dict[str, tuple[float, int]]:
     """Every eigenvalue of the intra-class block F_kk at a collapsed H0 (Theorem 5.2 and App. D), with its
     multiplicity and the directions it belongs to (s_j: an orthonormal basis of R^n with s_1 = 1_n/sqrt(n);
@@ -298,7 +309,7 @@ def intra_block_spectrum(p: UFM) -> dict[str, tuple[float, int]]:
         raise ValueError(f"Theorem 5.2 needs 0 < lam_H lam_W < 1, got c = {p.c}")
     if not p.beta > 0:
         raise ValueError("Theorem 5.2 is about model (2): beta must be > 0")
-    g = 2 * p.lam_H * (1 - np.sqrt(p.c))
+    g = mean_curvature(p)
     return {
         "within, span R  (s_j x r_i, j >= 2, i <= K)": (1 - np.sqrt(p.lam_H / p.lam_W) / p.beta, (p.n - 1) * p.K),
         "within, outside (s_j x r_i, j >= 2, i > K)": (1 - p.lam_H / p.beta, (p.n - 1) * (p.d - p.K)),
@@ -313,7 +324,7 @@ def inter_block_singular_value(p: UFM) -> float:
     (Theorem 5.2)."""
     if not 0 < p.c < 1 or not p.beta > 0:
         raise ValueError("Theorem 5.2 needs 0 < lam_H lam_W < 1 and beta > 0")
-    return 2 * p.lam_H * (1 - np.sqrt(p.c)) / p.beta
+    return mean_curvature(p) / p.beta
 
 
 def exact_intra_block_spectrum(p: UFM) -> dict[str, tuple[float, int]]:
@@ -322,7 +333,7 @@ def exact_intra_block_spectrum(p: UFM) -> dict[str, tuple[float, int]]:
     E = (2I - F)^{-1}, and on each pair {class k along r_k', class k' along r_k} Kn hess L is g [[1, 1], [1, 1]]
     (g = 2 lam_H (1 - sqrt c)), whose eigenvalues 0 and 2g average to the block's 1 - g/(beta + 2g)."""
     first = intra_block_spectrum(p)                  # validates p
-    g = 2 * p.lam_H * (1 - np.sqrt(p.c))
+    g = mean_curvature(p)
     exact = [p.beta / (p.beta + np.sqrt(p.lam_H / p.lam_W)), p.beta / (p.beta + p.lam_H), 1.0,
              1 - g / (p.beta + 2 * g), p.beta / (p.beta + 2 * g)]
     return {name: (value, mult) for (name, (_, mult)), value in zip(first.items(), exact)}
@@ -332,7 +343,7 @@ def exact_inter_block_singular_value(p: UFM) -> float:
     """The one non-zero singular value of an inter-class block E_kk' of the exact Jacobian of H0 -> H at a collapsed
     H0: g / (beta + 2g), g = 2 lam_H (1 - sqrt c); to first order in 1/beta, Theorem 5.2's g / beta."""
     inter_block_singular_value(p)                    # validates p
-    g = 2 * p.lam_H * (1 - np.sqrt(p.c))
+    g = mean_curvature(p)
     return g / (p.beta + 2 * g)
 
 
