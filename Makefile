@@ -3,12 +3,14 @@
 #   make test   install everything, then run every check that CI runs
 # and one regenerates the book's executed notebooks:
 #   make execute
+# and one prints the whole book to one PDF (_build/pdf/ncbook.pdf):
+#   make pdf
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: install assets book test unit mutation notebooks pairing build-strict lint verify execute clean
+.PHONY: install assets book pdf test unit mutation notebooks pairing build-strict lint verify execute clean
 
 install: $(STAMP)
 $(STAMP): requirements.txt pyproject.toml
@@ -22,6 +24,9 @@ assets:
 book: install assets
 	$(VENV)/bin/jupyter-book build .
 	@echo "Open _build/html/index.html in a browser."
+
+pdf: book
+	$(PY) scripts/make_pdf.py _build/html _build/pdf/ncbook.pdf
 
 test: install assets lint verify unit mutation pairing notebooks build-strict
 	@echo "all checks passed"

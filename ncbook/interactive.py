@@ -1,4 +1,4 @@
-"""Slider figures: one object, three backends.
+"""Slider figures: one object, two backends.
 
 ``SliderFigure(draw, params)`` declares the parameters (name -> grid of values) and a function that draws the figure
 for one value of each. Displayed in a notebook it offers, in one output:
@@ -6,7 +6,9 @@ for one value of each. Displayed in a notebook it offers, in one output:
 * ``application/vnd.jupyter.widget-view+json``: ipywidgets sliders redrawing through the live kernel (Jupyter);
 * ``text/html``: the same sliders over figures precomputed for every grid point, switched by a few lines of inline
   JavaScript, so the rendered book stays interactive with no kernel and no network;
-* ``image/png``: a small-multiples snapshot of the grid, for print and PDF.
+
+For print (and ``make pdf``) the inline script lays every slider figure out as small multiples of all its positions,
+each labelled (``ncsfPrintLayout``, run on the browser's ``beforeprint`` event).
 
 The book's HTML build prefers ``text/html`` (see ``nb_mime_priority_overrides`` in ``_config.yml``).
 """
@@ -16,65 +18,104 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
-import io
 import itertools
 import json
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+
+from .plotting import page_png
 
 MAX_HTML_BYTES = 3 * 1024 * 1024
 """Largest static slider figure we embed in a page (all frames together)."""
 
 _JS = """(function(){var r=document.getElementById(%(id)s);if(!r)return;
 var f=JSON.parse(r.querySelector('script.ncsf-frames').textContent);
+var z=JSON.parse(r.querySelector('script.ncsf-sizes').textContent);
 var ins=r.querySelectorAll('input.ncsf-range');
-function u(){var k=[];ins.forEach(function(i){k.push(i.value);
-i.parentNode.querySelector('.ncsf-value').textContent=JSON.parse(i.dataset.labels)[+i.value];});
+function u(){var k=[],t=[];ins.forEach(function(i){k.push(i.value);var v=JSON.parse(i.dataset.labels)[+i.value];
+i.parentNode.querySelector('.ncsf-value').textContent=v;t.push(i.dataset.name+' = '+v);});
 var img=r.querySelector('img.ncsf-frame');img.src='data:image/png;base64,'+f[k.join(',')];
-img.dataset.key=k.join(',');}
+img.width=z[k.join(',')][0];img.height=z[k.join(',')][1];
+img.dataset.key=k.join(',');img.alt=r.dataset.alt+' at '+t.join(', ');}
 ins.forEach(function(i){i.addEventListener('input',u);});})();"""
 
+_PRINT_JS = """(function(){if(window.ncsfPrintLayout)return;
+window.ncsfPrintLayout=function(){document.querySelectorAll('div.ncsf').forEach(function(r){
+if(r.querySelector('.ncsf-print'))return;var f=JSON.parse(r.querySelector('script.ncsf-frames').textContent);
+var ins=[].slice.call(r.querySelectorAll('input.ncsf-range'));var g=document.createElement('div');
+g.className='ncsf-print';Object.keys(f).forEach(function(key){var ix=key.split(','),t=[];
+var h=[];ins.forEach(function(i,n){var v=JSON.parse(i.dataset.labels)[+ix[n]];t.push(i.dataset.name+' = '+v);
+var e=document.createElement('span');e.textContent=v;h.push(i.dataset.html+' = '+e.innerHTML);});
+var c=document.createElement('figure'),im=document.createElement('img'),cap=document.createElement('figcaption');
+im.src='data:image/png;base64,'+f[key];im.alt=r.dataset.alt+' at '+t.join(', ');cap.innerHTML=h.join(', ');
+c.appendChild(im);c.appendChild(cap);g.appendChild(c);});r.appendChild(g);});
+document.querySelectorAll('details').forEach(function(d){d.open=true;});};
+window.addEventListener('beforeprint',window.ncsfPrintLayout);
+window.addEventListener('afterprint',function(){document.querySelectorAll('.ncsf-print').forEach(function(g){
+g.remove();});});})();"""
+"""Print layout (small multiples of every slider figure, solutions unfolded), built on demand from the frames."""
 
-def figure_png(fig: Figure, dpi: int = 80) -> bytes:
-    """PNG bytes of a matplotlib figure (no software/date metadata, so the bytes are reproducible); closes it."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
-    plt.close(fig)
-    return buf.getvalue()
+
+def label_html(label: str) -> str:
+    """A plain-text label with TeX-like subscripts (``λ_W``, ``x_{ij}``) as HTML (``λ<sub>W</sub>``)."""
+    out = html.escape(label)
+    out = re.sub(r"_\{([^}]*)\}", r"<sub>\1</sub>", out)
+    return re.sub(r"_(\w)", r"<sub>\1</sub>", out)
 
 
 class SliderFigure:
-    """A figure with one slider per parameter; see the module docstring for the backends."""
+    """A figure with one slider per parameter; see the module docstring for the backends.
+
+    Parameters
+    ----------
+    draw : function of one keyword argument per parameter, returning a matplotlib figure (drawn with
+        ``ncbook.plotting``'s style: one text column wide).
+    params : parameter name -> the grid of values its slider steps through.
+    labels : parameter name -> the label shown beside its slider (``λ_W`` shows as λ with subscript W).
+    fmt : how a value is printed beside its slider.
+    initial : parameter name -> the value shown first (default: the first of its grid).
+    alt : what the figure shows, for screen readers; the slider positions are appended.
+
+    Example: ``SliderFigure(lambda lam: plot(lam), {"lam": [0.01, 0.1, 1.0]}, labels={"lam": "λ"})``.
+    """
 
     _count = 0
 
     def __init__(self, draw: Callable[..., Figure], params: dict[str, Sequence[Any]],
                  labels: dict[str, str] | None = None, fmt: Callable[[Any], str] = "{:g}".format,
-                 initial: dict[str, Any] | None = None, dpi: int = 80):
+                 initial: dict[str, Any] | None = None, alt: str = "figure"):
         if not params:
             raise ValueError("a SliderFigure needs at least one parameter")
         for name, grid in params.items():
             if len(grid) < 1:
                 raise ValueError(f"parameter {name!r} has an empty grid of values")
-        self.draw, self.params, self.fmt, self.dpi = draw, {k: list(v) for k, v in params.items()}, fmt, dpi
+        self.draw, self.params, self.fmt, self.alt = draw, {k: list(v) for k, v in params.items()}, fmt, alt
         self.labels = {k: (labels or {}).get(k, k) for k in params}
         self.initial = {k: (initial or {}).get(k, v[0]) for k, v in self.params.items()}
         for k, v in self.initial.items():
             if v not in self.params[k]:
                 raise ValueError(f"initial value {v!r} of {k!r} is not in its grid {self.params[k]}")
-        self._png: dict[tuple, bytes] = {}
+        self._png: dict[tuple, tuple[bytes, dict[str, int]]] = {}
         SliderFigure._count += 1
         self._serial = SliderFigure._count
 
-    def image(self, **values: Any) -> bytes:
-        """PNG of the figure at one grid point (memoised)."""
+    def frame(self, **values: Any) -> tuple[bytes, dict[str, int]]:
+        """PNG of the figure at one grid point and its display size in CSS px (memoised)."""
         key = tuple(values[k] for k in self.params)
         if key not in self._png:
-            self._png[key] = figure_png(self.draw(**values), self.dpi)
+            self._png[key] = page_png(self.draw(**values))
         return self._png[key]
+
+    def image(self, **values: Any) -> bytes:
+        """PNG of the figure at one grid point."""
+        return self.frame(**values)[0]
+
+    def position_text(self, point: dict[str, Any]) -> str:
+        """``label = value, ...`` for one grid point (alt text and print captions)."""
+        return ", ".join(f"{self.labels[k]} = {self.fmt(v)}" for k, v in point.items())
 
     def grid(self) -> list[dict[str, Any]]:
         """Every grid point, in row-major order of the parameters."""
@@ -82,54 +123,47 @@ class SliderFigure:
 
     def html(self) -> str:
         """Self-contained HTML: range inputs over precomputed frames, switched by inline JavaScript."""
-        frames, index_key = {}, {}
+        frames, sizes = {}, {}
         for point in self.grid():
             idx = ",".join(str(self.params[k].index(point[k])) for k in self.params)
-            frames[idx] = base64.b64encode(self.image(**point)).decode()
-            index_key[idx] = point
+            png, size = self.frame(**point)
+            frames[idx], sizes[idx] = base64.b64encode(png).decode(), [size["width"], size["height"]]
         digest = hashlib.sha1(json.dumps(sorted(frames), sort_keys=True).encode()).hexdigest()[:8]
         uid = f"ncsf-{self._serial}-{digest}"
         start = ",".join(str(self.params[k].index(self.initial[k])) for k in self.params)
+        size = self.frame(**self.initial)[1]
         rows = []
         for k, grid in self.params.items():
             shown = [self.fmt(v) for v in grid]
             i0 = grid.index(self.initial[k])
             rows.append(
-                f'<label style="display:block;margin:2px 0">{html.escape(self.labels[k])} '
+                f'<label class="ncsf-control" style="display:block;margin:2px 0">{label_html(self.labels[k])} '
                 f'<input class="ncsf-range" type="range" min="0" max="{len(grid) - 1}" step="1" value="{i0}" '
-                f'data-param="{html.escape(k)}" data-labels="{html.escape(json.dumps(shown))}" '
-                f'aria-label="{html.escape(self.labels[k])}" style="vertical-align:middle;width:240px"> '
+                f'data-param="{html.escape(k)}" data-name="{html.escape(self.labels[k])}" '
+                f'data-html="{html.escape(label_html(self.labels[k]))}" '
+                f'data-labels="{html.escape(json.dumps(shown))}" aria-label="{html.escape(self.labels[k])}" '
+                f'style="vertical-align:middle;width:min(240px,50vw)"> '
                 f'<span class="ncsf-value">{html.escape(shown[i0])}</span></label>')
-        out = (f'<div class="ncsf" id="{uid}">{"".join(rows)}'
-               f'<img class="ncsf-frame" data-key="{start}" style="max-width:100%" alt="figure" '
-               f'src="data:image/png;base64,{frames[start]}"/>'
+        alt = f"{self.alt} at {self.position_text(self.initial)}"
+        out = (f'<div class="ncsf" id="{uid}" data-alt="{html.escape(self.alt)}">{"".join(rows)}'
+               f'<img class="ncsf-frame" data-key="{start}" width="{size["width"]}" height="{size["height"]}" '
+               f'style="max-width:100%;height:auto" '
+               f'alt="{html.escape(alt)}" src="data:image/png;base64,{frames[start]}"/>'
                f'<script type="application/json" class="ncsf-frames">{json.dumps(frames)}</script>'
-               f'<script>{_JS % {"id": json.dumps(uid)}}</script></div>')
+               f'<script type="application/json" class="ncsf-sizes">{json.dumps(sizes)}</script>'
+               f'<script>{_JS % {"id": json.dumps(uid)}}{_PRINT_JS}</script></div>')
         if len(out) > MAX_HTML_BYTES:
             raise ValueError(f"static slider figure would embed {len(out) / 2**20:.1f} MB (limit "
-                             f"{MAX_HTML_BYTES / 2**20:.0f} MB): use a coarser grid or a lower dpi")
+                             f"{MAX_HTML_BYTES / 2**20:.0f} MB): use a coarser grid")
         return out
-
-    def snapshot(self, max_cols: int = 4) -> Figure:
-        """Small multiples of the whole grid (for print/PDF, where nothing can move)."""
-        points = self.grid()
-        cols = min(max_cols, len(points))
-        rows = -(-len(points) // cols)
-        fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False)
-        for ax in axes.flat:
-            ax.axis("off")
-        for ax, point in zip(axes.flat, points):
-            ax.imshow(plt.imread(io.BytesIO(self.image(**point)), format="png"))
-            ax.set_title(", ".join(f"{self.labels[k]}={self.fmt(v)}" for k, v in point.items()), fontsize=8)
-        fig.tight_layout()
-        return fig
 
     def widget(self):
         """ipywidgets sliders driving an Image widget through the live kernel."""
         import ipywidgets as w
 
         sliders = {k: w.SelectionSlider(options=[(self.fmt(v), v) for v in grid], value=self.initial[k],
-                                        description=self.labels[k], continuous_update=False)
+                                        description=label_html(self.labels[k]), description_allow_html=True,
+                                        style={"description_width": "initial"}, continuous_update=False)
                    for k, grid in self.params.items()}
         img = w.Image(value=self.image(**self.initial), format="png")
 
@@ -144,7 +178,6 @@ class SliderFigure:
         bundle: dict[str, Any] = {
             "text/plain": f"SliderFigure({', '.join(f'{k}: {len(v)} values' for k, v in self.params.items())})",
             "text/html": self.html(),
-            "image/png": base64.b64encode(figure_png(self.snapshot(), self.dpi)).decode(),
         }
         if _in_kernel():
             widget_bundle = self.widget()._repr_mimebundle_()

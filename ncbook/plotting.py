@@ -2,16 +2,94 @@
 
 from __future__ import annotations
 
+import io
+
 import matplotlib.pyplot as plt
+import matplotlib.text as mtext
 import numpy as np
 import torch
 from matplotlib.figure import Figure
+from PIL import Image
+from PIL.PngImagePlugin import PngInfo
 
 from . import metrics
 from .train import History
 
-plt.rcParams.update({"figure.dpi": 80, "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False,
-                     "axes.spines.right": False, "font.size": 9})
+COLUMN_IN = 688 / 96
+"""Width of the book's text column in inches (688 CSS px at 96 px per inch): every figure is drawn this wide, so
+its text shows at its size in points."""
+PAGE_DPI = 192
+"""Resolution of every figure on the page: 2x the CSS pixel density, for sharp screens."""
+MIN_FONT_PT = 9
+"""Smallest text in any figure, in points at the displayed size."""
+
+plt.rcParams.update({"figure.dpi": 96, "savefig.dpi": PAGE_DPI, "axes.grid": True, "grid.alpha": 0.3,
+                     "axes.spines.top": False, "axes.spines.right": False, "font.size": MIN_FONT_PT,
+                     "axes.titlesize": MIN_FONT_PT + 0.5, "axes.labelsize": MIN_FONT_PT,
+                     "xtick.labelsize": MIN_FONT_PT, "ytick.labelsize": MIN_FONT_PT, "legend.fontsize": MIN_FONT_PT,
+                     "figure.titlesize": MIN_FONT_PT + 1, "legend.framealpha": 0.8})
+
+
+def panels(n: int, row_height: float = 2.6, **kw) -> tuple[Figure, list]:
+    """A figure of n panels filling the text column, at most two per row (so each is at least half the column)."""
+    cols = 1 if n == 1 else 2
+    rows = -(-n // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(COLUMN_IN, row_height * rows), squeeze=False, **kw)
+    axes = list(axes.flat)
+    for ax in axes[n:]:
+        ax.remove()
+    return fig, axes[:n]
+
+
+def min_font_pt(fig: Figure) -> float:
+    """The smallest size, in points, of any visible text drawn in a figure."""
+    sizes = [t.get_fontsize() for t in fig.findobj(mtext.Text) if t.get_visible() and t.get_text().strip()]
+    return min(sizes, default=float(MIN_FONT_PT))
+
+
+def panels_per_row(fig: Figure) -> int:
+    """The largest number of panels (axes other than colour bars) side by side in one row of a figure."""
+    boxes = [ax.get_position() for ax in fig.axes if ax.get_visible() and not hasattr(ax, "_colorbar")]
+    return max((sum(1 for b in boxes if b.y0 < a.y1 and a.y0 < b.y1) for a in boxes), default=0)
+
+
+def page_png(fig: Figure, close: bool = True) -> tuple[bytes, dict[str, int]]:
+    """PNG of a figure at PAGE_DPI with its display size in CSS px (half its pixels), for Jupyter and the book.
+
+    The PNG records its smallest font and how many panels share a row (tEXt ``ncbook-min-font-pt``,
+    ``ncbook-panels-per-row``), so that the displayed text size and the layout can be checked from the file; no
+    software or date metadata, so equal figures give equal bytes."""
+    fig.canvas.draw()
+    small, per_row = min_font_pt(fig), panels_per_row(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=PAGE_DPI, bbox_inches="tight", pad_inches=0.04, facecolor="white")
+    if close:
+        plt.close(fig)
+    image = Image.open(buf).convert("RGB").quantize(256)      # a palette: a third of the bytes, same look
+    info = PngInfo()
+    info.add_text("ncbook-min-font-pt", f"{small:g}")
+    info.add_text("ncbook-panels-per-row", str(per_row))
+    out = io.BytesIO()
+    image.save(out, format="png", optimize=True, dpi=(PAGE_DPI, PAGE_DPI), pnginfo=info)
+    w, h = image.size
+    return out.getvalue(), {"width": round(w * 96 / PAGE_DPI), "height": round(h * 96 / PAGE_DPI)}
+
+
+def _show_figures_at_page_size() -> None:
+    """In a Jupyter kernel, display matplotlib figures through ``page_png`` (sharp, column-sized, font recorded)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None or getattr(shell, "kernel", None) is None:
+        return
+    import matplotlib_inline.backend_inline  # noqa: F401  (its own set-up runs first, so it cannot replace ours)
+
+    shell.display_formatter.formatters["image/png"].for_type(Figure, lambda fig: page_png(fig, close=False))
+
+
+_show_figures_at_page_size()
 
 
 def layer_colors(n: int) -> list:
@@ -24,7 +102,7 @@ def plot_history(hist: History, title: str = "", layers: list[int] | None = None
     nl = len(hist.layers["nc1_trace_ratio"][0])
     layers = layers if layers is not None else list(range(nl))
     colors = layer_colors(nl)
-    fig, axes = plt.subplots(1, 4, figsize=(13, 3.0))
+    fig, axes = panels(4, 2.5)
     for name, ax, label in [("nc1_trace_ratio", axes[0], r"NC1 = tr$\Sigma_W$/tr$\Sigma_B$"),
                             ("nc2_condition_number", axes[1], r"NC2 = $\kappa(\bar Z)$")]:
         for i in layers:
@@ -33,7 +111,7 @@ def plot_history(hist: History, title: str = "", layers: list[int] | None = None
                 ax.semilogy(hist.steps, vals, color=colors[i], label=f"layer {i + 1}")
         ax.set_title(label)
         ax.set_xlabel("GD step")
-    axes[0].legend(fontsize=7, ncol=2)
+    axes[0].legend(ncol=2)
     axes[2].plot(hist.steps, hist.series("nc3_cosine", 0), color="k")
     axes[2].set_ylim(0, 1.02)
     axes[2].set_title(r"NC3 = mean cos($z_{ci}$, $W_{L,c:}$)")
@@ -42,9 +120,9 @@ def plot_history(hist: History, title: str = "", layers: list[int] | None = None
     axes[3].semilogy(hist.steps, np.maximum(hist.train_error, 1e-4), color="C0", ls="--", label="train error")
     axes[3].set_title("regularised loss, training error")
     axes[3].set_xlabel("GD step")
-    axes[3].legend(fontsize=7)
+    axes[3].legend()
     if title:
-        fig.suptitle(title, fontsize=10)
+        fig.suptitle(title)
     fig.tight_layout()
     return fig
 
@@ -52,22 +130,21 @@ def plot_history(hist: History, title: str = "", layers: list[int] | None = None
 def plot_gram(features: torch.Tensor, labels: torch.Tensor, ax=None, title: str = "") -> Figure:
     """Heat map of the cosines between the (uncentred) class means of one layer."""
     G = metrics.class_mean_cosines(features, labels)
-    fig = ax.figure if ax is not None else plt.figure(figsize=(3, 2.8))
+    fig = ax.figure if ax is not None else plt.figure(figsize=(COLUMN_IN / 2, 2.8))
     ax = ax if ax is not None else fig.add_subplot()
     im = ax.imshow(G, vmin=-1, vmax=1, cmap="RdBu_r")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title)
     ax.grid(False)
     ax.set_xticks(range(len(G)))
     ax.set_yticks(range(len(G)))
-    ax.tick_params(labelsize=6)
     fig.colorbar(im, ax=ax, fraction=0.046)
     return fig
 
 
 def plot_grams(features: list[torch.Tensor], labels: torch.Tensor, layers: list[int]) -> Figure:
     """Side-by-side class-mean cosine Gram matrices of the given layers (0-based indices into ``features``)."""
-    fig, axes = plt.subplots(1, len(layers), figsize=(3.7 * len(layers), 3))
-    for ax, layer in zip(np.atleast_1d(axes), layers):
+    fig, axes = panels(len(layers), 3.0)
+    for ax, layer in zip(axes, layers):
         plot_gram(features[layer], labels, ax=ax, title=f"layer {layer + 1}: cos($\\mu_c$, $\\mu_{{c'}}$)")
     fig.tight_layout()
     return fig
@@ -78,15 +155,15 @@ def plot_layer_metric(result: dict[str, np.ndarray], name: str, title: str, wd_i
     """A cached result's per-layer metric at the end of training against the layer, one line per seed."""
     values = result[name][:, wd_index, -1, :]                 # (seeds, layers)
     layers = np.arange(1, values.shape[1] + 1)
-    fig, ax = plt.subplots(figsize=(5, 3))
+    fig, ax = plt.subplots(figsize=(COLUMN_IN, 2.8))
     for s, seed in enumerate(result["seeds"]):
         ok = np.isfinite(values[s])
         ax.plot(layers[ok], values[s][ok], "o-", label=f"seed {seed}")
     if log:
         ax.set_yscale("log")
     ax.set_xlabel("layer")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7)
+    ax.set_title(title)
+    ax.legend()
     fig.tight_layout()
     return fig
 
@@ -99,24 +176,24 @@ def plot_ufm_solution(p, lam_Hs: np.ndarray, seed: int = 0) -> Figure:
     W, H = ufm.solve_model1(p, seed=seed)
     means = H.reshape(p.d, p.K, p.n).mean(2)
     rho_curve = [ufm.collapse_norms(ufm.UFM(p.K, p.n, p.d, p.lam_W, lh))[0] for lh in lam_Hs]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.2), gridspec_kw={"width_ratios": [1.6, 1]})
+    fig, (a, b) = panels(2, 3.0)
     a.semilogx(lam_Hs, rho_curve, color="k", label=r"closed form $\rho=\sqrt{\lambda_W/\lambda_H}(1-\sqrt{c})$")
     a.axvline(1 / p.lam_W, color="C3", ls="--", lw=1, label=r"$\lambda_H=1/\lambda_W$ ($c=1$)")
     a.plot([p.lam_H], [np.mean(np.sum(means ** 2, 0))], "o", color="C0", ms=8, label=r"solver: mean $\|h_k\|^2$")
     a.set_xlabel(r"$\lambda_H$")
     a.set_ylabel(r"$\|h_k\|^2$")
-    a.set_title(rf"$\lambda_W={p.lam_W:g}$, $\lambda_H={p.lam_H:g}$, $c={p.c:.3g}$", fontsize=9)
-    a.legend(fontsize=7)
+    a.set_title(rf"$\lambda_W={p.lam_W:g}$, $\lambda_H={p.lam_H:g}$, $c={p.c:.3g}$")
+    a.legend()
     norms = np.linalg.norm(means, axis=0)
     if p.c < 1:                                        # a collapsed minimiser: show the solver's geometry
         G = (means / norms).T @ (means / norms)
         im = b.imshow(G, vmin=-1, vmax=1, cmap="RdBu_r")
         fig.colorbar(im, ax=b, fraction=0.046)
-        b.set_title("cosines of the solver's class means", fontsize=9)
+        b.set_title("cosines of the solver's class means")
     else:
         b.text(0.5, 0.5, f"c ≥ 1: trivial minimiser\nH = 0, W = 0\n(solver: max |h_k| ≈ {max(norms.max(), 1e-12):.0e})",
                ha="center", va="center", transform=b.transAxes)
-        b.set_title("solver's class means", fontsize=9)
+        b.set_title("solver's class means")
     b.set_xticks(range(p.K))
     b.set_yticks(range(p.K))
     b.grid(False)
@@ -126,7 +203,7 @@ def plot_ufm_solution(p, lam_Hs: np.ndarray, seed: int = 0) -> Figure:
 
 def plot_flow(out: dict, lam_W: float, lam_H: float) -> Figure:
     """Theorem 4.1 along the central-path flow: gNC1, e^{2 lam_H t} tr Sigma_W and e^{2 lam_H t} tr Sigma_B."""
-    fig, axes = plt.subplots(1, 3, figsize=(11, 2.9))
+    fig, axes = panels(3, 2.5)
     axes[0].semilogy(out["t"], out["gnc1"], color="k")
     axes[0].set_title(r"gNC1 = tr$\Sigma_W$ / tr$\Sigma_B$")
     axes[1].semilogy(out["t"], out["trace_W"], color="C0")
@@ -135,7 +212,7 @@ def plot_flow(out: dict, lam_W: float, lam_H: float) -> Figure:
     axes[2].set_title(r"$e^{2\lambda_H t}\,$tr$\Sigma_B(H_t)$ (increasing)")
     for ax in axes:
         ax.set_xlabel("t")
-    fig.suptitle(rf"gradient flow on the central path, $\lambda_W={lam_W:g}$, $\lambda_H={lam_H:g}$", fontsize=10)
+    fig.suptitle(rf"gradient flow on the central path, $\lambda_W={lam_W:g}$, $\lambda_H={lam_H:g}$")
     fig.tight_layout()
     return fig
 
@@ -148,12 +225,12 @@ def plot_layerwise(Hs: list, K: int, n: int, depth: int) -> Figure:
     H0 = Hs[0]
     means0 = H0.reshape(H0.shape[0], K, n).mean(2)
     U = np.linalg.svd(means0 - means0.mean(1, keepdims=True), full_matrices=False)[0][:, :2]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.4))
+    fig, (a, b) = panels(2, 3.2)
     P = U.T @ Hs[depth]
     for k in range(K):
         a.scatter(P[0, k * n:(k + 1) * n], P[1, k * n:(k + 1) * n], s=10, color=f"C{k}", label=f"class {k + 1}")
-    a.set_title(f"features after {depth} layer(s)", fontsize=9)
-    a.legend(fontsize=7)
+    a.set_title(f"features after {depth} layer(s)")
+    a.legend()
     lim = np.abs(U.T @ H0).max() * 1.1
     a.set_xlim(-lim, lim)
     a.set_ylim(-lim, lim)
@@ -162,7 +239,7 @@ def plot_layerwise(Hs: list, K: int, n: int, depth: int) -> Figure:
     b.semilogy(range(len(Hs)), g, "o-", color="k", ms=4)
     b.semilogy([depth], [g[depth]], "o", color="C3", ms=9)
     b.set_xlabel("layer")
-    b.set_title("gNC1 layer by layer", fontsize=9)
+    b.set_title("gNC1 layer by layer")
     fig.tight_layout()
     return fig
 
@@ -176,14 +253,14 @@ def plot_intra_spectrum(p, ax=None) -> Figure:
     F = ufm.first_order_map(H, p)
     numeric = np.linalg.svd(ufm.block(F, p, 0, 0), compute_uv=False)
     closed = np.sort(np.abs(ufm.spectrum_values(p)))[::-1]
-    fig, ax = plt.subplots(figsize=(6.5, 3.2)) if ax is None else (ax.figure, ax)
+    fig, ax = plt.subplots(figsize=(COLUMN_IN, 3.0)) if ax is None else (ax.figure, ax)
     ax.plot(numeric, color="k", lw=1.5, label="numerical, from F")
     ax.plot(closed, "o", color="C3", ms=2.5, label="closed form (Thm 5.2, App. D)")
     ax.set_xlabel("index")
     ax.set_ylabel(r"singular value of $F_{kk}$")
     ax.set_title(rf"$\beta={p.beta:g}$, $K={p.K}$, $d={p.d}$, $n={p.n}$, $\lambda_W={p.lam_W:g}$, "
-                 rf"$\lambda_H={p.lam_H:g}$", fontsize=9)
-    ax.legend(fontsize=7)
+                 rf"$\lambda_H={p.lam_H:g}$")
+    ax.legend()
     fig.tight_layout()
     return fig
 
@@ -191,12 +268,12 @@ def plot_intra_spectrum(p, ax=None) -> Figure:
 def plot_bounds(result: dict, i: int, j: int) -> Figure:
     """Theorem 3.1 on one trained network of a cached ``jacot_bounds`` result (depth index i, weight-decay index j):
     each measured quantity next to the bound the theorem gives for it (or 'vacuous')."""
-    panels = [("NC1 = tr Σ_W / tr Σ_B", "nc1", "bound_nc1", "≤", True),
-              ("κ(W_L)", "kappa_WL", "bound_kappa_WL_fixed", "≤", True),
-              ("NC2 = κ(class means)", "nc2", "bound_nc2", "≤", True),
-              ("NC3 = mean cos", "nc3", "bound_nc3", "≥", False)]
-    fig, axes = plt.subplots(1, 4, figsize=(12, 2.9))
-    for ax, (title, m, b, rel, log) in zip(axes, panels):
+    specs = [(r"NC1 = tr$\Sigma_W$ / tr$\Sigma_B$", "nc1", "bound_nc1", "≤", True),
+             (r"$\kappa(W_L)$", "kappa_WL", "bound_kappa_WL_fixed", "≤", True),
+             ("NC2 = κ(class means)", "nc2", "bound_nc2", "≤", True),
+             ("NC3 = mean cos", "nc3", "bound_nc3", "≥", False)]
+    fig, axes = panels(4, 2.4)
+    for ax, (title, m, b, rel, log) in zip(axes, specs):
         measured, bound = float(result[m][i, j]), float(result[b][i, j])
         vacuous = (not np.isfinite(bound)) or (m == "nc3" and bound <= -1) or (m != "nc3" and m != "nc1"
                                                                              and bound > 1e6)
@@ -205,15 +282,15 @@ def plot_bounds(result: dict, i: int, j: int) -> Figure:
             ax.bar([1], [bound], color="C3", width=0.6)
         else:
             ax.text(1, 0.5, "bound\nvacuous", ha="center", va="center", transform=ax.get_xaxis_transform(),
-                    color="C3", fontsize=8)
+                    color="C3")
         if log:
             ax.set_yscale("log")
         ax.set_xticks([0, 1], ["measured", f"bound ({rel})"])
         ax.set_xlim(-0.6, 1.6)
-        ax.set_title(title, fontsize=9)
+        ax.set_title(title)
     depth, lam = int(result["depths"][i]), float(result["weight_decays"][j])
-    fig.suptitle(f"L2 = {depth} linear layers, λ = {lam:g}:  ε1 = {result['eps1'][i, j]:.2g}, "
-                 f"ε2 = {result['eps2'][i, j]:.2g}, r = {result['r'][i, j]:.3g}", fontsize=10)
+    fig.suptitle(rf"$L_2={depth}$ linear layers, $\lambda={lam:g}$:  $\epsilon_1={result['eps1'][i, j]:.2g}$, "
+                 rf"$\epsilon_2={result['eps2'][i, j]:.2g}$, $r={result['r'][i, j]:.3g}$")
     fig.tight_layout()
     return fig
 
@@ -223,14 +300,14 @@ def plot_head_conditioning(result: dict, j: int, L1: int) -> Figure:
     Jacot et al. Thm 5.2) of kappa(W_{L:L1+1}), over the depth L2 of the head, for weight decay index j."""
     depths = np.asarray(result["depths"])
     kWL, kP = result["kappa_WL"][:, j], result["kappa_linear"][:, j]
-    fig, ax = plt.subplots(figsize=(6.5, 3.4))
+    fig, ax = plt.subplots(figsize=(COLUMN_IN, 3.2))
     ax.semilogy(depths, kWL, "o-", color="k", label=r"measured $\kappa(W_L)$")
     ax.semilogy(depths, kP ** (1 / depths), "s--", color="C0", label=r"$\kappa(W_{L:L_1+1})^{1/L_2}$ (balanced)")
     ax.semilogy(depths, kP ** (1 / L1), "^:", color="C3", label=r"$\kappa(W_{L:L_1+1})^{1/L_1}$ (as printed)")
     ax.set_xlabel(r"linear layers $L_2$")
     ax.set_xticks(depths)
-    ax.set_title(f"trained networks, L1 = {L1}, weight decay λ = {float(result['weight_decays'][j]):g}", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.set_title(f"trained networks, L1 = {L1}, weight decay λ = {float(result['weight_decays'][j]):g}")
+    ax.legend()
     fig.tight_layout()
     return fig
 
@@ -238,15 +315,15 @@ def plot_head_conditioning(result: dict, j: int, L1: int) -> Figure:
 def plot_sharpness(result: dict, i: int) -> Figure:
     """The edge of stability: the loss and the top Hessian eigenvalue along GD at learning rate index i."""
     lr = float(result["lrs"][i])
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.2))
+    fig, (a, b) = panels(2, 3.0)
     a.semilogy(result["loss"][i], color="C0")
     a.set_xlabel("GD step")
-    a.set_title(r"regularised loss $C_\lambda$", fontsize=9)
+    a.set_title(r"regularised loss $C_\lambda$")
     b.plot(result["sharpness_steps"], result["sharpness"][i], "o-", color="k", ms=3, label="sharpness")
     b.axhline(2 / lr, color="C3", ls="--", label=r"$2/\eta$")
     b.set_xlabel("GD step")
-    b.set_title(rf"top Hessian eigenvalue, $\eta={lr:g}$", fontsize=9)
-    b.legend(fontsize=7)
+    b.set_title(rf"top Hessian eigenvalue, $\eta={lr:g}$")
+    b.legend()
     fig.tight_layout()
     return fig
 
@@ -256,20 +333,20 @@ def plot_gd_phases(result: dict, i: int, j: int) -> Figure:
     and the balancedness of the linear layers against the (1 - eta lambda)^{2k} decay."""
     lr, lam = float(result["lrs"][i]), float(result["weight_decays"][j])
     steps = result["step"]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.2))
+    fig, (a, b) = panels(2, 3.0)
     a.semilogy(steps, result["loss"][i, j], color="C0", label=r"$C_\lambda$")
     a.semilogy(steps, result["loss0"][i, j], color="C2", ls="--", label=r"$C_0=\frac{1}{2}\|Z_L-Y\|^2$")
     a.set_xlabel("GD step")
-    a.legend(fontsize=7)
-    a.set_title("phase 1: the loss falls", fontsize=9)
+    a.legend()
+    a.set_title("phase 1: the loss falls")
     bal = result["balance"][i, j]
     for p in range(bal.shape[1]):
         b.semilogy(steps, bal[:, p], label=f"layers {p + 1}, {p + 2} of the head")
     ref = bal[len(steps) // 2, 0] * (1 - lr * lam) ** (2 * (steps - steps[len(steps) // 2]))
     b.semilogy(steps, ref, "k:", label=r"$(1-\eta\lambda)^{2k}$")
     b.set_xlabel("GD step")
-    b.set_title(rf"phase 2: balancedness, $\eta={lr:g}$, $\lambda={lam:g}$", fontsize=9)
-    b.legend(fontsize=7)
+    b.set_title(rf"phase 2: balancedness, $\eta={lr:g}$, $\lambda={lam:g}$")
+    b.legend()
     fig.tight_layout()
     return fig
 
@@ -279,7 +356,7 @@ def plot_activation(params: list[tuple[float, float]]) -> Figure:
     from .nets import SmoothLeakyReLU
 
     x = torch.linspace(-2, 2, 401, dtype=torch.float64)
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3))
+    fig, (a, b) = panels(2, 2.8)
     a.plot(x, torch.relu(x), color="0.6", lw=3, label="ReLU")
     for g, beta in params:
         act = SmoothLeakyReLU(g, beta)
@@ -288,9 +365,9 @@ def plot_activation(params: list[tuple[float, float]]) -> Figure:
         d, = torch.autograd.grad(y.sum(), xg)
         a.plot(x, y.detach(), label=rf"$\gamma={g:g}$, $\beta={beta:g}$")
         b.plot(x, d, label=rf"$\gamma={g:g}$, $\beta={beta:g}$")
-    a.set_title(r"$\sigma(x)$, eq. (7)", fontsize=9)
-    b.set_title(r"$\sigma'(x)\in[\gamma,1]$", fontsize=9)
-    a.legend(fontsize=7)
+    a.set_title(r"$\sigma(x)$, eq. (7)")
+    b.set_title(r"$\sigma'(x)\in[\gamma,1]$")
+    a.legend()
     fig.tight_layout()
     return fig
 
@@ -300,17 +377,17 @@ def plot_head_depth(singular_values: dict, depth: int) -> Figure:
     same product, and kappa(W_L) against L2 (Jacot et al. Sec. 5: kappa(W_L) = kappa(W_{L:L1+1})^{1/L2})."""
     depths = sorted(singular_values)
     kappas = [s[0] / s[-1] for s in (singular_values[d] for d in depths)]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.2))
+    fig, (a, b) = panels(2, 3.0)
     s = singular_values[depth]
     a.bar(range(1, len(s) + 1), s / s[0], color="C0")
     a.set_ylim(0, 1.05)
     a.set_xlabel("k")
-    a.set_title(rf"$s_k(W_L)/s_1(W_L)$, $L_2={depth}$: $\kappa(W_L)={s[0] / s[-1]:.3f}$", fontsize=9)
+    a.set_title(rf"$s_k(W_L)/s_1(W_L)$, $L_2={depth}$: $\kappa(W_L)={s[0] / s[-1]:.3f}$")
     b.plot(depths, kappas, "o-", color="k")
     b.plot([depth], [s[0] / s[-1]], "o", color="C3", ms=9)
     b.axhline(1, color="0.6", ls=":")
     b.set_xlabel(r"linear layers $L_2$")
-    b.set_title(r"$\kappa(W_L)\to1$ as the head deepens", fontsize=9)
+    b.set_title(r"$\kappa(W_L)\to1$ as the head deepens")
     fig.tight_layout()
     return fig
 
@@ -337,28 +414,28 @@ def plot_layer_dynamics(result: dict, seeds: list[int], first: int, wd_index: in
     L = result["nc1_pinv"].shape[-1]
     layers = list(range(first, L))
     colors = layer_colors(len(layers))
-    fig, axes = plt.subplots(1, 4, figsize=(14, 3.1))
-    panels = [("nc1_trace_ratio", r"NC1 = tr$\Sigma_W$/tr$\Sigma_B$"),
-              ("nc2_condition_number", r"NC2 = $\kappa(\bar Z)$"),
-              ("balancedness", "balancedness of $(W_\\ell, W_{\\ell+1})$"), ("negativity", "negativity of layer ℓ")]
-    for ax, (name, title) in zip(axes, panels):
+    fig, axes = panels(4, 2.5)
+    specs = [("nc1_trace_ratio", r"NC1 = tr$\Sigma_W$/tr$\Sigma_B$"),
+             ("nc2_condition_number", r"NC2 = $\kappa(\bar Z)$"),
+             ("balancedness", "balancedness of $(W_\\ell, W_{\\ell+1})$"), ("negativity", "negativity of layer ℓ")]
+    for ax, (name, title) in zip(axes, specs):
         for c, layer in zip(colors, layers):
             v = result[name][seeds, wd_index, :, layer]
             if np.isfinite(v).any():
                 _band(ax, steps, v, c, f"layer {layer + 1}")
-        ax.set_title(title, fontsize=9)
+        ax.set_title(title)
         ax.set_xlabel("GD step")
-    axes[0].legend(fontsize=6, ncol=2)
+    axes[0].legend(ncol=2)
     fig.tight_layout()
     return fig
 
 
 def plot_class_mean_cosines(result: dict, seed: int, layers: list[int], wd_index: int = 0) -> Figure:
     """Jacot et al. Fig. 1 (bottom): cosines between class means of the given layers at the end of training."""
-    fig, axes = plt.subplots(1, len(layers), figsize=(3.3 * len(layers), 2.9))
-    for ax, layer in zip(np.atleast_1d(axes), layers):
+    fig, axes = panels(len(layers), 3.0)
+    for ax, layer in zip(axes, layers):
         im = ax.imshow(result["class_mean_cosines"][seed, wd_index, layer], vmin=-1, vmax=1, cmap="RdBu_r")
-        ax.set_title(f"layer {layer + 1}", fontsize=9)
+        ax.set_title(f"layer {layer + 1}")
         ax.grid(False)
         ax.set_xticks([])
         ax.set_yticks([])
@@ -373,7 +450,7 @@ def plot_head_depth_sweep(result: dict, j: int, first: int) -> Figure:
     from .compare import head_values
 
     depths = np.asarray(result["depths"])
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.1))
+    fig, axes = panels(2, 3.0)
     for ax, name, title in [(axes[0], "nc1_trace_ratio", r"NC1 = tr$\Sigma_W$/tr$\Sigma_B$"),
                             (axes[1], "nc2_condition_number", r"NC2 = $\kappa(\bar Z)$")]:
         values = head_values(result, name, first)
@@ -382,9 +459,9 @@ def plot_head_depth_sweep(result: dict, j: int, first: int) -> Figure:
             _band(ax, depths, v, color, f"{which} layer of the linear head", marker="o")
         ax.set_xlabel("linear layers $L_2$")
         ax.set_xticks(depths)
-        ax.set_title(title, fontsize=9)
-    axes[1].legend(fontsize=7)
-    fig.suptitle(f"weight decay λ = {float(result['weight_decays'][j]):g}", fontsize=9)
+        ax.set_title(title)
+    axes[1].legend()
+    fig.suptitle(f"weight decay λ = {float(result['weight_decays'][j]):g}")
     fig.tight_layout()
     return fig
 
@@ -395,17 +472,17 @@ def plot_nonlinear_depth(result: dict, backbone: int) -> Figure:
     from .compare import nonlinear_layer_summary
 
     depths = np.asarray(result["depths"])
-    fig, axes = plt.subplots(1, 4, figsize=(14, 3.1))
+    fig, axes = panels(4, 2.5)
     for name, pair in (("balancedness", axes[:2]), ("negativity", axes[2:])):
         s = nonlinear_layer_summary(result, name, backbone)
         for ax, kind in zip(pair, ("min", "mean")):
             for i, lr in enumerate(result["lrs"]):
                 _band(ax, depths, s[kind][:, i].T, f"C{i}", f"lr {float(lr):g}", log=name == "balancedness",
                       marker="o")
-            ax.set_title(f"{kind} {name}", fontsize=9)
+            ax.set_title(f"{kind} {name}")
             ax.set_xlabel("non-linear layers $L_1$")
             ax.set_xticks(depths)
-    axes[0].legend(fontsize=7)
+    axes[0].legend()
     fig.tight_layout()
     return fig
 
@@ -413,14 +490,14 @@ def plot_nonlinear_depth(result: dict, backbone: int) -> Figure:
 def plot_layerwise_training(result: dict) -> Figure:
     """Tirer et al. Fig. 2: NC1 and gNC1 of the deepest features as hidden layers are added and trained one by one."""
     k = result["hidden_layers"]
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.0))
+    fig, axes = panels(3, 2.5)
     for ax, name, title in [(axes[0], "nc1_pinv", r"NC1 = tr($\Sigma_W\Sigma_B^\dagger$)/K"),
                             (axes[1], "nc1_trace_ratio", r"gNC1 = tr$\Sigma_W$/tr$\Sigma_B$"),
                             (axes[2], "train_error", "training error")]:
         _band(ax, k, result[name], "C0", "mean ± sd over seeds", log=name != "train_error", marker="o")
         ax.set_xlabel("hidden layers")
         ax.set_xticks(k)
-        ax.set_title(title, fontsize=9)
+        ax.set_title(title)
     fig.tight_layout()
     return fig
 
@@ -431,18 +508,17 @@ def plot_wd_ablation(result: dict, loss_index: int, layer: int = -2) -> Figure:
     from .reproduce import ABLATIONS
 
     x = result["epochs"]
-    fig, axes = plt.subplots(1, 4, figsize=(14, 3.1))
+    fig, axes = panels(4, 2.5)
     groups = [(0, 1, 2), (0, 3, 4)]
-    for col, (name, title) in enumerate([("nc1_pinv", r"NC1 = tr($\Sigma_W\Sigma_B^\dagger$)/K"),
-                                         ("nc2_etf_distance", "NC2 (distance to the simplex ETF)")]):
+    for col, (name, title) in enumerate([("nc1_pinv", "NC1"), ("nc2_etf_distance", "NC2")]):
         for g, settings in enumerate(groups):
             ax = axes[2 * col + g]
             for s in settings:
                 _band(ax, x, result[name][loss_index, :, s, :, layer], ["k", "C0", "C3", "C0", "C3"][s],
                       ABLATIONS[s], ls="--" if s in (3, 4) else "-")
-            ax.set_title(title, fontsize=9)
+            ax.set_title(f"{title}, weight decay {('doubled', 'zeroed')[g]}")
             ax.set_xlabel("epoch")
-            ax.legend(fontsize=6)
+            ax.legend()
     fig.tight_layout()
     return fig
 
@@ -452,7 +528,7 @@ def plot_blur(result: dict, blurred: tuple[int, ...], seed: int = 0) -> Figure:
     last-layer weight decay on the data with blurred classes (thick lines), one seed."""
     x = result["epochs"]
     titles = ["clean data, baseline"] + [f"blurred, last-layer WD {float(w):g}" for w in result["last_decays"]]
-    fig, axes = plt.subplots(1, len(titles), figsize=(3.4 * len(titles), 3.0), sharey=True)
+    fig, axes = panels(len(titles), 2.6, sharey=True)
     for ax, s, title in zip(axes, range(len(titles)), titles):
         per = result["nc1_per_class"][s, seed]
         for k in range(per.shape[-1]):
@@ -460,9 +536,34 @@ def plot_blur(result: dict, blurred: tuple[int, ...], seed: int = 0) -> Figure:
                     label=("blurred classes" if k == blurred[0] else None) if k in blurred else
                     ("other classes" if k == 0 else None))
         ax.set_yscale("log")
-        ax.set_title(title, fontsize=9)
+        ax.set_title(title)
         ax.set_xlabel("epoch")
     axes[0].set_ylabel(r"per-class NC1$^{(k)}$")
-    axes[0].legend(fontsize=7)
+    axes[0].legend()
+    fig.tight_layout()
+    return fig
+
+
+def plot_beta(p, betas: list[float], ratios: np.ndarray, beta: float) -> Figure:
+    """Model (2) as beta varies (Tirer et al. Thm 5.1-5.2; chapter 4): the spectrum of the intra-class block at a
+    collapsed input, exact map against first order, at ``p.beta``; and the within-class shrink factor
+    tr Sigma_W(H) / tr Sigma_W(H0) of the solution, measured and predicted, against beta (``ratios``: one row
+    (measured, exact, first order) per beta)."""
+    from . import ufm
+
+    exact = np.sort(np.concatenate([[v] * m for v, m in ufm.exact_intra_block_spectrum(p).values()]))[::-1]
+    fig, (a, b) = panels(2, 3.0)
+    a.plot(exact, color="k", lw=1.5, label="exact map $E_{kk}$")
+    a.plot(ufm.spectrum_values(p), "o", color="C3", ms=2.5, label="first order $F_{kk}$")
+    a.set_xlabel("index")
+    a.set_title(rf"intra-class block spectrum, $\beta={p.beta:g}$")
+    a.legend()
+    b.semilogx(betas, ratios[:, 0], "o", color="k", ms=6, label="measured")
+    b.semilogx(betas, ratios[:, 1], "-", color="C0", label="exact map")
+    b.semilogx(betas, ratios[:, 2], "--", color="C3", label="first order")
+    b.axvline(beta, color="0.6", ls=":")
+    b.set_xlabel(r"$\beta$")
+    b.set_title(r"tr$\Sigma_W(H)$ / tr$\Sigma_W(H_0)$")
+    b.legend()
     fig.tight_layout()
     return fig

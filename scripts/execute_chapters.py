@@ -2,18 +2,17 @@
 
     python scripts/execute_chapters.py [book/ch01_metrics.md ...]
 
-For each chapter `book/NAME.md` this runs the code in a fresh kernel (cwd `book/`, progress bars off, widget state
-stored so the HTML book can render widgets) and writes `book/NAME.ipynb` with volatile metadata removed: no
-per-cell timings, no Python patch version, and cell ids and widget model ids derived from the chapter name and
-their position, so that re-executing unchanged code gives byte-identical notebooks.
+For each chapter `book/NAME.md` this runs the code in a fresh kernel (cwd `book/`, progress bars off) and writes
+`book/NAME.ipynb` with volatile metadata removed: no per-cell timings, no Python patch version, cell ids derived from
+the chapter name and their position, so that re-executing unchanged code gives byte-identical notebooks. Live
+ipywidgets views are dropped from the saved outputs (they need a kernel; the book and a kernel-less Jupyter show each
+slider figure's static HTML instead), so no widget state is stored and no page loads the widget manager.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -23,7 +22,7 @@ import nbformat
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
-WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def coalesce_streams(outputs: list) -> list:
@@ -40,28 +39,25 @@ def coalesce_streams(outputs: list) -> list:
 
 
 def normalise(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
-    """Drop volatile metadata and make widget model ids deterministic."""
+    """Drop volatile metadata and live widget views."""
     for i, cell in enumerate(nb.cells):
         cell.id = hashlib.sha1(f"{name}:cell:{i}".encode()).hexdigest()[:8]
         if cell.cell_type == "code":
             cell.outputs = coalesce_streams(cell.outputs)
+            for out in cell.outputs:
+                out.get("data", {}).pop(WIDGET_VIEW, None)
         cell.metadata.pop("execution", None)
         cell.metadata.pop("ExecuteTime", None)
-    nb.metadata.pop("language_info", None)
-    nb.metadata.pop("jupytext", None)
-    text = json.dumps(nb)
-    state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
-    new_ids = {model_id: hashlib.sha1(f"{name}:{i}".encode()).hexdigest()[:32] for i, model_id in enumerate(state)}
-    if new_ids:   # one simultaneous substitution, so that no new id is itself rewritten
-        text = re.sub("|".join(map(re.escape, new_ids)), lambda m: new_ids[m.group(0)], text)
-    return nbformat.from_dict(json.loads(text))
+    for key in ("language_info", "jupytext", "widgets"):
+        nb.metadata.pop(key, None)
+    return nb
 
 
 def execute(md: Path) -> Path:
     nb = jupytext.read(md)
     os.environ["TQDM_DISABLE"] = "1"          # inherited by the kernel: no progress-bar widgets in the outputs
     os.environ["PYTHONHASHSEED"] = "0"
-    client = NotebookClient(nb, timeout=1800, kernel_name="python3", store_widget_state=True,
+    client = NotebookClient(nb, timeout=1800, kernel_name="python3", store_widget_state=False,
                             resources={"metadata": {"path": str(md.parent)}})
     client.execute()
     out = md.with_suffix(".ipynb")

@@ -1,5 +1,6 @@
 """ncbook.nets, ncbook.train, ncbook.experiments and ncbook.interactive."""
 
+import io
 import json
 import re
 
@@ -7,11 +8,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
+from PIL import Image
 
 from ncbook import data, metrics
 from ncbook.experiments import MLPDemo
-from ncbook.interactive import MAX_HTML_BYTES, SliderFigure
+from ncbook.interactive import MAX_HTML_BYTES, SliderFigure, label_html
 from ncbook.nets import MLP
+from ncbook.plotting import COLUMN_IN, MIN_FONT_PT, PAGE_DPI, page_png, panels
 from ncbook.train import TrainConfig, data_loss, layer_metrics, train_full_batch, weight_penalty
 
 
@@ -90,7 +93,31 @@ def test_slider_figure_static_html_has_every_frame_and_switches():
     assert page.count('class="ncsf-range"') == 2
     assert sf.image(a=2, b=0.5) is sf.image(a=2, b=0.5)     # memoised
     bundle = sf._repr_mimebundle_()
-    assert {"text/html", "image/png", "text/plain"} <= set(bundle)
+    assert {"text/html", "text/plain"} <= set(bundle) and "image/png" not in bundle   # print uses the frames
+    assert 'alt="figure at freq = 2, b = 0.5"' in page and "ncsfPrintLayout" in page
+
+
+def test_slider_labels_typeset_subscripts_and_escape_html():
+    assert label_html("λ_W") == "λ<sub>W</sub>"
+    assert label_html("x_{ij} < 1") == "x<sub>ij</sub> &lt; 1"
+    page = SliderFigure(_draw, {"a": [1, 2]}, labels={"a": "λ_H"}).html()
+    assert "λ<sub>H</sub> <input" in page and 'data-name="λ_H"' in page
+
+
+def test_page_png_is_2x_column_sized_and_records_its_smallest_font_and_layout():
+    fig, axes = panels(4)
+    assert len(axes) == 4 and fig.get_figwidth() == pytest.approx(COLUMN_IN)
+    axes[0].plot([0, 1])
+    png, size = page_png(fig)
+    image = Image.open(io.BytesIO(png))
+    assert image.info["ncbook-min-font-pt"] == f"{MIN_FONT_PT:g}" and image.info["ncbook-panels-per-row"] == "2"
+    assert round(image.info["dpi"][0]) == PAGE_DPI == 2 * 96
+    assert size == {"width": round(image.size[0] / 2), "height": round(image.size[1] / 2)}
+    assert size["width"] <= COLUMN_IN * 96 + 1                   # never wider than the column
+    fig, ax = plt.subplots(1, 3, figsize=(COLUMN_IN, 2))           # what the checks must catch
+    ax[0].set_title("small", fontsize=6)
+    image = Image.open(io.BytesIO(page_png(fig)[0]))
+    assert image.info["ncbook-min-font-pt"] == "6" and image.info["ncbook-panels-per-row"] == "3"
 
 
 def test_slider_figure_rejects_bad_declarations_and_oversized_pages(monkeypatch):

@@ -7,9 +7,22 @@
 sphinx-thebe registers its configuration script (`const THEBE_JS_URL = ...`) once per `env-before-read-docs`
 event, which Jupyter Book fires twice, so every page declared the constant twice and the browser reported
 "Identifier 'THEBE_JS_URL' has already been declared". Keeping the first copy of each script fixes it.
+
+3. Weight. The theme ships source maps (``*.map``, 3.4 MB, for browser developer tools only), its translation
+catalogues (``_static/locales``, used at build time, never by a page) and TrueType copies of its icon fonts (the
+stylesheet lists WOFF2 first, which every current browser loads); they are removed from the built site. So is
+Font Awesome's JavaScript (1.5 MB on every page), which redraws the theme's dozen icons as SVG: the theme's
+stylesheet already draws them from the (much smaller) icon font. The browser test fails if any page requests a file
+that is not there.
 """
 
 from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+_FONTAWESOME_JS = re.compile(r'<(script|link)[^>]*_static/scripts/fontawesome\.js[^>]*>(</script>)?\n?')
 
 
 def _dedupe(app, pagename, templatename, context, doctree) -> None:
@@ -31,7 +44,24 @@ def _default_mode(app, pagename, templatename, context, doctree) -> None:
     context.setdefault("default_mode", "auto")
 
 
+def _prune(app, exception) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    static = Path(app.outdir) / "_static"
+    for source_map in static.rglob("*.map"):
+        source_map.unlink()
+    shutil.rmtree(static / "locales", ignore_errors=True)
+    for font in (static / "vendor").rglob("*.ttf"):
+        font.unlink()
+    for page in Path(app.outdir).rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        if "fontawesome.js" in text:
+            page.write_text(_FONTAWESOME_JS.sub("", text), encoding="utf-8")
+    (static / "scripts" / "fontawesome.js").unlink(missing_ok=True)
+
+
 def setup(app):
     app.connect("html-page-context", _dedupe, priority=900)
     app.connect("html-page-context", _default_mode)
+    app.connect("build-finished", _prune)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,34 @@
+"""The book's sources: the Results index lists every numbered statement, and every figure of a chapter is numbered,
+captioned and described (what the rendered page shows is checked in test_browser.py)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+BOOK = Path(__file__).resolve().parents[1] / "book"
+CHAPTERS = sorted(BOOK.glob("ch*.md"))
+KINDS = "definition|assumption|theorem|proposition|lemma|corollary"
+
+
+def test_results_index_lists_every_statement_of_the_book():
+    index = (BOOK / "results_index.md").read_text()
+    listed = set(re.findall(r"\{prf:ref\}`([^`]+)`", index.split("## Every statement of the book")[1]))
+    stated = {label for md in CHAPTERS
+              for label in re.findall(rf":::\{{prf:(?:{KINDS})\}}[^\n]*\n:label: (\S+)", md.read_text())}
+    assert stated and stated == listed, f"missing: {sorted(stated - listed)}, stale: {sorted(listed - stated)}"
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_every_figure_cell_has_a_number_a_caption_and_alt_text(md: Path):
+    text = md.read_text()
+    for cell in re.findall(r"```\{code-cell\}[^\n]*\n(.*?)```", text, re.S):
+        draws = "SliderFigure(" in cell or re.search(r"\bplot_\w+\(", cell)
+        if not draws:
+            continue
+        assert "name: fig-" in cell and "caption: |" in cell, f"{md.stem}: a figure without a number or caption"
+        assert "alt:" in cell or 'alt="' in cell, f"{md.stem}: a figure without alt text"
+        name = re.search(r"name: (fig-[\w-]+)", cell).group(1)
+        assert f"{{numref}}`{name}`" in text, f"{md.stem}: the text never refers to {name} by number"
