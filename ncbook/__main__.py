@@ -24,11 +24,10 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from tqdm.auto import tqdm
 
 from . import cache
+from .registry import EXPERIMENTS, SCALES, get_experiment
 from .runner import (
-    EXPERIMENTS,
     cached_current,
     check_stored,
-    get_experiment,
     run_point,
     shipped_cost,
     stored_tags,
@@ -283,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("sweep", help="run an experiment over a grid of settings")
     for q in (r, s):
         q.add_argument("name", choices=sorted(EXPERIMENTS))
-        q.add_argument("--scale", default="cpu", choices=["tiny", "cpu", "paper"])
+        q.add_argument("--scale", default="cpu", choices=list(SCALES))
         q.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default)")
         q.add_argument("--force", action="store_true", help="run even where a current result is cached")
     r.add_argument("--seeds", type=int, nargs="+")

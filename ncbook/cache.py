@@ -3,7 +3,7 @@
 Layout: ``results/<experiment>/<scale>.npz`` and ``results/<experiment>/<scale>.json``. The manifest holds the
 experiment name, the full configuration, the key, the sha256 of the data file, and provenance (git commit, ncbook,
 torch and numpy versions, device, seeds, wall time, date, command). The key is a hash of the canonical configuration
-and of the source code that produces the result, so editing that code makes the shipped result visibly stale.
+and of the code that produces the result (``ncbook.codehash``), so changing that code makes the result visibly stale.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import os
 import platform
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,18 +47,10 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def code_hash(modules: Iterable[str]) -> str:
-    """sha256 over the source files of the given ncbook modules (e.g. ``["train", "nets"]``)."""
-    h = hashlib.sha256()
-    for name in sorted(set(modules)):
-        path = ROOT / "ncbook" / f"{name}.py"
-        h.update(name.encode() + b"\0" + path.read_bytes().replace(b"\r\n", b"\n"))
-    return h.hexdigest()
-
-
-def result_key(config: dict, modules: Iterable[str]) -> str:
-    """Key of a result: hash of the canonical configuration and of the producing code."""
-    return hashlib.sha256((canonical_json(config) + code_hash(modules)).encode()).hexdigest()[:16]
+def result_key(config: dict, code: str) -> str:
+    """Key of a result: hash of the canonical configuration and of the producing code's hash
+    (``ncbook.codehash.code_hash`` of the experiment's run function)."""
+    return hashlib.sha256((canonical_json(config) + code).encode()).hexdigest()[:16]
 
 
 def atomic_write(path: Path, write: Callable[[Path], None]) -> None:

@@ -1,16 +1,14 @@
 """Part IV's results read against the papers: the quantities their claims are about, and their published numbers.
 
-Kept apart from :mod:`ncbook.reproduce` (which produces the results and is part of their cache key), so that
-reading a result differently never makes it stale."""
+Readers of results live here, apart from the code that produces them (:mod:`ncbook.experiments`,
+:mod:`ncbook.reproduce`), so that reading a result differently never makes it stale."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .reproduce import nonlinear_layer_summary
+from .train import PER_LAYER_METRICS, History
 
-__all__ = ["TIRER_TABLE1", "ablation_table", "deviation_from_baseline", "final_mean_sd", "head_ends", "head_values",
-           "nonlinear_layer_summary"]
 # reading the results: the quantities the papers' claims are about
 
 
@@ -57,3 +55,30 @@ def deviation_from_baseline(table: dict[str, np.ndarray], key: str) -> np.ndarra
     """|metric(setting) - metric(baseline)| for the four modified settings, [loss, setting 1..4]."""
     v = np.asarray(table[key])
     return np.abs(v[..., 1:] - v[..., :1])
+
+
+def history_at(result: dict[str, np.ndarray], *index: int) -> History:
+    """The :class:`History` of one run of a cached result (``index`` into its leading axes); with ``num_layers`` in
+    the result (networks of several depths), the padding layers are dropped."""
+    layers = {name: result[name][index] for name in result if result[name].ndim == len(index) + 2}
+    if "num_layers" in result:
+        n = int(result["num_layers"][index[:result["num_layers"].ndim]])
+        layers = {name: v[:, :n] if name in PER_LAYER_METRICS else v for name, v in layers.items()}
+    return History(steps=result["steps"].tolist(), loss=result["loss"][index].tolist(),
+                   train_error=result["train_error"][index].tolist(),
+                   layers={name: v.tolist() for name, v in layers.items()})
+
+
+def nonlinear_layer_summary(result: dict[str, np.ndarray], name: str, backbone: int) -> dict[str, np.ndarray]:
+    """Min and mean over the measured non-linear layers (backbone+1 .. L1) of a metric at the end of training,
+    per [depth, lr, seed] (Jacot et al. Fig. 3). Balancedness of layer l couples W_l and W_(l+1)."""
+    mins, means = [], []
+    for d, L1 in enumerate(result["depths"]):
+        v = result[name][d, ..., -1, backbone:int(L1)]
+        mins.append(np.nanmin(v, axis=-1))
+        means.append(np.nanmean(v, axis=-1))
+    return {"min": np.array(mins), "mean": np.array(means)}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Tirer et al., Figure 2: layer-wise training

@@ -169,3 +169,19 @@ def blur_classes(X: torch.Tensor, labels: torch.Tensor, classes: tuple[int, ...]
     out = imgs.clone()
     out[mask] = torch.nn.functional.avg_pool2d(padded, size, stride=1)
     return out.reshape(X.shape)
+
+
+def load_data(dataset: str, per_class: int | None, seed: int, device: str, dtype: torch.dtype,
+              data_root: str = "~/data", download: bool = False):
+    """The flattened training set of an experiment: ``digits`` (optionally a balanced subset), ``mnist5k`` or
+    full MNIST from ``data_root``."""
+    if dataset == "digits":
+        X, y = digits(device=device, dtype=dtype)
+        if per_class is not None:
+            idx = torch.as_tensor(balanced_subset(y.cpu().numpy(), per_class, seed), device=device)
+            X, y = X[idx], y[idx]
+        return X, y
+    if dataset == "mnist5k":
+        return mnist5k(per_class=per_class or 500, seed=seed, device=device, dtype=dtype)
+    return load_dataset("mnist", data_root, download=download, per_class=per_class, seed=seed, device=device,
+                             dtype=dtype, flatten=True)

@@ -11,11 +11,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import data, metrics
-from .nets import MLP, Ensemble
-from .train import PER_LAYER_METRICS, History, TrainConfig, train, train_ensemble
-
-SCALES = ("tiny", "cpu", "paper")
+from . import bounds, data, metrics
+from .bounds import kappa, ntk_op_norm, op_norm, product
+from .data import load_data
+from .nets import MLP, Ensemble, SmoothLeakyReLU
+from .stability import gd_phases, gd_with_sharpness
+from .train import History, TrainConfig, train, train_ensemble
 
 
 class OneSeed:
@@ -100,21 +101,6 @@ class MLPCollapse:
         TrainConfig(steps=self.steps, lr=self.lr, weight_decay=min(self.weight_decays),
                     batch_size=self.batch_size, momentum=self.momentum, lr_drops=self.lr_drops,
                     record_every=self.record_every)     # validates the training settings
-
-
-def load_data(dataset: str, per_class: int | None, seed: int, device: str, dtype: torch.dtype,
-              data_root: str = "~/data", download: bool = False):
-    """The flattened training set of an experiment."""
-    if dataset == "digits":
-        X, y = data.digits(device=device, dtype=dtype)
-        if per_class is not None:
-            idx = torch.as_tensor(data.balanced_subset(y.cpu().numpy(), per_class, seed), device=device)
-            X, y = X[idx], y[idx]
-        return X, y
-    if dataset == "mnist5k":
-        return data.mnist5k(per_class=per_class or 500, seed=seed, device=device, dtype=dtype)
-    return data.load_dataset("mnist", data_root, download=download, per_class=per_class, seed=seed, device=device,
-                             dtype=dtype, flatten=True)
 
 
 def run_mlp_collapse(cfg: MLPCollapse, device: str = "cpu", progress: bool = True,
@@ -212,18 +198,6 @@ def run_head_depth(cfg: HeadDepth, device: str = "cpu", progress: bool = True,
     return out
 
 
-def history_at(result: dict[str, np.ndarray], *index: int) -> History:
-    """The :class:`History` of one run of a cached result (``index`` into its leading axes); with ``num_layers`` in
-    the result (networks of several depths), the padding layers are dropped."""
-    layers = {name: result[name][index] for name in result if result[name].ndim == len(index) + 2}
-    if "num_layers" in result:
-        n = int(result["num_layers"][index[:result["num_layers"].ndim]])
-        layers = {name: v[:, :n] if name in PER_LAYER_METRICS else v for name, v in layers.items()}
-    return History(steps=result["steps"].tolist(), loss=result["loss"][index].tolist(),
-                   train_error=result["train_error"][index].tolist(),
-                   layers={name: v.tolist() for name, v in layers.items()})
-
-
 BOUND_FIELDS = ("eps1", "eps2", "r", "psi", "kappa_linear", "kappa_WL", "nc1", "nc2", "nc3", "bound_nc1",
                 "bound_kappa_WL", "bound_kappa_WL_fixed", "bound_nc2", "bound_nc3", "bound_nc3_as_printed",
                 "Z_L1_op", "X_op", "lemma_c2_gap", "lemma_c2_bound")
@@ -257,7 +231,6 @@ def run_head_bounds(cfg: HeadBounds, device: str = "cpu", progress: bool = True,
                     checkpoint: Path | None = None) -> dict[str, np.ndarray]:
     """Train every (depth, weight decay) network and evaluate Theorem 3.1 on it: arrays [depth, weight decay] for
     each of :data:`BOUND_FIELDS`, plus the training loss and error [depth, weight decay, record]."""
-    from . import bounds
 
     X, y = load_data(cfg.dataset, cfg.per_class, 0, device, torch.float64)
     out: dict[str, list] = {name: [] for name in (*BOUND_FIELDS, "loss", "train_error")}
@@ -315,8 +288,6 @@ def run_gd_phases(cfg: GDPhases, device: str = "cpu", progress: bool = True,
                   checkpoint: Path | None = None) -> dict[str, np.ndarray]:
     """Arrays [lr, weight decay, record] (losses, ||grad C_0||^2) and [lr, weight decay, record, pair]
     (balancedness of each pair of linear layers), plus the largest recursion residual."""
-    from .nets import SmoothLeakyReLU
-    from .stability import gd_phases
 
     X, y = load_data("digits", cfg.per_class, 0, device, torch.float64)
     X = X / 16                                                   # pixels in [0, 1]
@@ -353,8 +324,6 @@ def run_edge_of_stability(cfg: EdgeOfStability, device: str = "cpu", progress: b
                           checkpoint: Path | None = None) -> dict[str, np.ndarray]:
     """Arrays [lr, step] (loss), [lr, record] (sharpness), and for each run the final kappa of the products
     W_{L:l} of the linear head, [lr, l]."""
-    from . import bounds
-    from .stability import gd_with_sharpness
 
     X, y = load_data("digits", cfg.per_class, 0, device, torch.float64)
     X = X / 16
@@ -369,3 +338,30 @@ def run_edge_of_stability(cfg: EdgeOfStability, device: str = "cpu", progress: b
         kappas.append([bounds.kappa(bounds.product(W[i:]), 10) for i in range(cfg.num_nonlinear, len(W))])
     return {"lrs": np.array(cfg.lrs), "loss": np.array(loss), "sharpness": np.array(sharp),
             "sharpness_steps": np.arange(0, cfg.steps + 1, cfg.every), "kappa_tail": np.array(kappas)}
+
+
+def run_trained_ntk(cfg: EdgeOfStability, device: str = "cpu", progress: bool = True,
+                    checkpoint: object = None) -> dict[str, np.ndarray]:
+    """Prop. 5.3 on trained networks: the networks of ``edge_of_stability`` trained again the same way (no
+    checkpoint: a few seconds each), then per learning rate ||Theta||_op (exact NTK), the final sharpness, s_1 and
+    s_K of Z_L, the largest operator norm r of a linear layer and kappa(W_{L:l}) for every linear layer l, [lr, l]."""
+    X, y = load_data("digits", cfg.per_class, 0, device, torch.float64)
+    X = X / 16                                                       # as run_edge_of_stability
+    K = cfg.widths[-1]
+    rows = []
+    for lr in cfg.lrs:
+        torch.manual_seed(cfg.seed)
+        model = MLP(list(cfg.widths), cfg.num_nonlinear).double()
+        out = gd_with_sharpness(model, X, y, lr, cfg.weight_decay, cfg.steps, cfg.steps, cfg.power_iters, progress)
+        with torch.no_grad():
+            for layer, W in zip(model.layers, out["weights"]):
+                layer.weight.copy_(W)
+            s = torch.linalg.svdvals(model(X))
+        W = out["weights"]
+        rows.append({"ntk": ntk_op_norm(model, X), "sharpness": out["sharpness"][-1], "loss": out["loss"][-1],
+                     "s1_ZL": float(s[0]), "sK_ZL": float(s[K - 1]),
+                     "r": max(op_norm(w) for w in W[cfg.num_nonlinear:]),
+                     "kappa_tails": [kappa(product(W[i:]), K) for i in range(cfg.num_nonlinear, len(W))]})
+    result = {name: np.array([row[name] for row in rows]) for name in rows[0]}
+    result["lrs"] = np.array(cfg.lrs)
+    return result

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from . import data
-from .experiments import load_data
+from .data import load_data
 from .nets import MLP, BackboneHead, BlockMLP, Ensemble, resnet_backbone
 from .train import History, TrainConfig, train_ensemble, train_module
 
@@ -237,21 +237,6 @@ def run_nonlinear_depth_sweep(cfg: NonlinearDepthSweep, device: str = "cpu", pro
         if name != "steps":
             out[name] = _pad_stack([r[name] for r in runs])
     return out
-
-
-def nonlinear_layer_summary(result: dict[str, np.ndarray], name: str, backbone: int) -> dict[str, np.ndarray]:
-    """Min and mean over the measured non-linear layers (backbone+1 .. L1) of a metric at the end of training,
-    per [depth, lr, seed] (Jacot et al. Fig. 3). Balancedness of layer l couples W_l and W_(l+1)."""
-    mins, means = [], []
-    for d, L1 in enumerate(result["depths"]):
-        v = result[name][d, ..., -1, backbone:int(L1)]
-        mins.append(np.nanmin(v, axis=-1))
-        means.append(np.nanmean(v, axis=-1))
-    return {"min": np.array(mins), "mean": np.array(means)}
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Tirer et al., Figure 2: layer-wise training
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .bounds import kappa, ntk_op_norm, op_norm, product, top_hessian_eigenvalue
-from .experiments import EdgeOfStability, load_data
+from .bounds import top_hessian_eigenvalue
 from .nets import MLP
 from .train import one_hot_targets, progress_bar
 
@@ -92,30 +91,3 @@ def gd_phases(model: MLP, X: torch.Tensor, labels: torch.Tensor, lr: float, weig
     out = {k: np.array(v, dtype=np.float64) for k, v in rec.items() if k != "residual"}
     out["recursion_residual"] = np.array(worst)
     return out
-
-
-def run_trained_ntk(cfg: EdgeOfStability, device: str = "cpu", progress: bool = True,
-                    checkpoint: object = None) -> dict[str, np.ndarray]:
-    """Prop. 5.3 on trained networks: the networks of ``edge_of_stability`` trained again the same way (no
-    checkpoint: a few seconds each), then per learning rate ||Theta||_op (exact NTK), the final sharpness, s_1 and
-    s_K of Z_L, the largest operator norm r of a linear layer and kappa(W_{L:l}) for every linear layer l, [lr, l]."""
-    X, y = load_data("digits", cfg.per_class, 0, device, torch.float64)
-    X = X / 16                                                       # as run_edge_of_stability
-    K = cfg.widths[-1]
-    rows = []
-    for lr in cfg.lrs:
-        torch.manual_seed(cfg.seed)
-        model = MLP(list(cfg.widths), cfg.num_nonlinear).double()
-        out = gd_with_sharpness(model, X, y, lr, cfg.weight_decay, cfg.steps, cfg.steps, cfg.power_iters, progress)
-        with torch.no_grad():
-            for layer, W in zip(model.layers, out["weights"]):
-                layer.weight.copy_(W)
-            s = torch.linalg.svdvals(model(X))
-        W = out["weights"]
-        rows.append({"ntk": ntk_op_norm(model, X), "sharpness": out["sharpness"][-1], "loss": out["loss"][-1],
-                     "s1_ZL": float(s[0]), "sK_ZL": float(s[K - 1]),
-                     "r": max(op_norm(w) for w in W[cfg.num_nonlinear:]),
-                     "kappa_tails": [kappa(product(W[i:]), K) for i in range(cfg.num_nonlinear, len(W))]})
-    result = {name: np.array([row[name] for row in rows]) for name in rows[0]}
-    result["lrs"] = np.array(cfg.lrs)
-    return result

@@ -2,12 +2,11 @@
 
 import dataclasses
 import json
-import shutil
 
 import numpy as np
 import pytest
 
-from ncbook import cache, runner
+from ncbook import cache, registry, runner
 
 
 def _store(root, arrays=None, key="k1", config=None):
@@ -87,15 +86,11 @@ def test_interrupted_save_leaves_previous_result_valid(tmp_path, monkeypatch):
 
 
 def test_changing_the_producing_code_makes_the_result_stale(tmp_path, monkeypatch):
-    # a private copy of the package sources, so that "editing the code" touches nothing real
-    src = tmp_path / "src"
-    shutil.copytree(cache.ROOT / "ncbook", src / "ncbook")
-    monkeypatch.setattr(cache, "ROOT", src)
     results = tmp_path / "results"
     runner.run_and_cache("jacot_mlp", "tiny", progress=False, root=results)
     assert runner.verify(results) == [("jacot_mlp", "tiny", "ok")]
-    with open(src / "ncbook" / "train.py", "a") as f:
-        f.write("\n# an edit to the training code\n")
+    real = registry.code_hash      # what a real edit to code the run reaches does to it: tests/test_codehash.py
+    monkeypatch.setattr(registry, "code_hash", lambda run: real(run) + "+an edit")
     [(name, tag, status)] = runner.verify(results)
     assert "stale" in status and "python -m ncbook run jacot_mlp --scale tiny" in status
     with pytest.raises(cache.CacheError, match="stale"):
@@ -103,15 +98,15 @@ def test_changing_the_producing_code_makes_the_result_stale(tmp_path, monkeypatc
 
 
 def test_light_experiments_compute_on_a_miss_only_outside_ci(tmp_path, monkeypatch):
-    exp = runner.EXPERIMENTS["jacot_mlp"]
-    monkeypatch.setitem(runner.EXPERIMENTS, "jacot_mlp", dataclasses.replace(exp, heavy=False))
+    exp = registry.EXPERIMENTS["jacot_mlp"]
+    monkeypatch.setitem(registry.EXPERIMENTS, "jacot_mlp", dataclasses.replace(exp, heavy=False))
     monkeypatch.setenv("CI", "true")
     with pytest.raises(cache.CacheError, match="missing"):
         runner.get("jacot_mlp", "tiny", root=tmp_path)
     monkeypatch.delenv("CI")
     arrays = runner.get("jacot_mlp", "tiny", root=tmp_path)
     assert arrays["nc1_pinv"].shape[:2] == (2, 2)
-    monkeypatch.setitem(runner.EXPERIMENTS, "jacot_mlp", exp)            # heavy: never computes on a miss
+    monkeypatch.setitem(registry.EXPERIMENTS, "jacot_mlp", exp)            # heavy: never computes on a miss
     with pytest.raises(cache.CacheError, match="missing"):
         runner.get("jacot_mlp", "tiny", root=tmp_path / "elsewhere")
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from ncbook import data, reproduce, runner
+from ncbook import compare, data, registry, reproduce, runner
 from ncbook.nets import MLP, BackboneHead, BlockMLP, Ensemble, resnet_backbone
 from ncbook.train import TrainConfig, train_ensemble, train_module
 
@@ -114,7 +114,7 @@ def test_ablation_settings_are_the_papers_five():
 
 @pytest.mark.parametrize("name", ["tirer_wd_ablation", "tirer_blur", "tirer_layerwise", "jacot_nonlinear_depth"])
 def test_part_four_experiments_run_at_tiny_scale(name):
-    exp = runner.get_experiment(name)
+    exp = registry.get_experiment(name)
     cfg = exp.config("tiny")
     out = exp.run(cfg, progress=False)
     assert all(np.asarray(v).dtype != object for v in out.values())
@@ -125,7 +125,7 @@ def test_part_four_experiments_run_at_tiny_scale(name):
     if name == "tirer_layerwise":
         assert out["nc1_pinv"].shape == (len(cfg.seeds), cfg.num_layers) and np.isfinite(out["nc1_pinv"]).all()
     if name == "jacot_nonlinear_depth":
-        summary = reproduce.nonlinear_layer_summary(out, "balancedness", cfg.backbone)
+        summary = compare.nonlinear_layer_summary(out, "balancedness", cfg.backbone)
         assert summary["min"].shape == (len(cfg.depths), len(cfg.lrs), len(cfg.seeds))
         assert (summary["min"] <= summary["mean"]).all()
 
@@ -133,7 +133,7 @@ def test_part_four_experiments_run_at_tiny_scale(name):
 @pytest.mark.parametrize("name", ["tirer_wd_ablation", "tirer_blur"])
 def test_paper_architecture_path_runs(name):
     """The `paper` scale trains ResNet18 with train_module; its code path runs at tiny scale (8x8 digits)."""
-    exp = runner.get_experiment(name)
+    exp = registry.get_experiment(name)
     cfg = exp.config("tiny", arch="resnet18", per_class=3, epochs=1, batch_size=16,
                      **({"losses": ("ce",)} if name == "tirer_wd_ablation" else {}))
     out = exp.run(cfg, progress=False)
@@ -142,15 +142,15 @@ def test_paper_architecture_path_runs(name):
 
 
 def test_paper_configurations_follow_the_papers():
-    abl = runner.get_experiment("tirer_wd_ablation").config("paper")
+    abl = registry.get_experiment("tirer_wd_ablation").config("paper")
     assert (abl.arch, abl.dataset, abl.batch_size, abl.lr, abl.momentum, abl.base_decay, abl.epochs) == \
         ("resnet18", "cifar10", 256, 0.05, 0.9, 5e-4, 100)
     assert abl.lr_drops == (0.4, 0.8) and len(abl.seeds) == 3               # /10 every 40 epochs of 100
-    lw = runner.get_experiment("tirer_layerwise").config("paper")
+    lw = registry.get_experiment("tirer_layerwise").config("paper")
     assert (lw.dataset, lw.width, lw.num_layers, lw.epochs, lw.batch_size, lw.lr) == ("cifar10", 3072, 10, 3, 256, 1e-4)
-    nd = runner.get_experiment("jacot_nonlinear_depth").config("paper")
+    nd = registry.get_experiment("jacot_nonlinear_depth").config("paper")
     assert nd.depths == (4, 6, 8, 10, 12) and nd.lrs == (1e-3, 2e-3) and nd.total_decay == 0.016
-    hd = runner.get_experiment("jacot_head_depth").config("paper")
+    hd = registry.get_experiment("jacot_head_depth").config("paper")
     assert hd.depths == (1, 2, 3, 4, 5) and hd.weight_decays == (1e-3, 4e-3) and hd.lr == 1e-3
 
 

@@ -6,8 +6,9 @@ import pytest
 import torch
 
 from ncbook import bounds, data, stability
+from ncbook.experiments import run_trained_ntk
 from ncbook.nets import MLP, SmoothLeakyReLU
-from ncbook.runner import EXPERIMENTS
+from ncbook.registry import EXPERIMENTS
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +48,7 @@ def test_trained_ntk_matches_the_edge_of_stability_run_and_meets_prop_53():
     cfg = EXPERIMENTS["trained_ntk"].scales["tiny"]
     assert cfg == EXPERIMENTS["edge_of_stability"].scales["tiny"]
     eos = EXPERIMENTS["edge_of_stability"].run(cfg, progress=False)
-    out = stability.run_trained_ntk(cfg, progress=False)
+    out = run_trained_ntk(cfg, progress=False)
     assert out["loss"] == pytest.approx(eos["loss"][:, -1], rel=1e-12)
     for i in range(len(cfg.lrs)):
         b = bounds.prop_5_3_kappa_bounds(out["ntk"][i], out["r"][i], out["sK_ZL"][i], K=10, M=1)

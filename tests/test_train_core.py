@@ -187,7 +187,8 @@ def test_interrupted_ensemble_resumes_to_the_same_result(tmp_path, kill_at_step)
 
 def test_head_depth_sweep_reproduces_chapter_one_runs_and_pads_layers():
     """The λ x depth experiment at L2 = 3 is chapter 1's demonstration network: same runs, to float64 rounding."""
-    from ncbook.experiments import HeadDepth, MLPDemo, history_at, run_head_depth, run_mlp_demo
+    from ncbook.compare import history_at
+    from ncbook.experiments import HeadDepth, MLPDemo, run_head_depth, run_mlp_demo
 
     cfg = HeadDepth(depths=(1, 3), weight_decays=(0.0, 3e-3), per_class=5, steps=20, record_every=10)
     result = run_head_depth(cfg, progress=False)

@@ -1,0 +1,134 @@
+"""The code a result depends on, hashed: every ncbook function, class and constant its run function reaches, each
+in a normal form (its syntax tree without docstrings), so that comments, docstrings, formatting and moving code
+between modules never make a result stale, and a real change makes stale exactly the results that run it."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import importlib
+import inspect
+import sys
+import textwrap
+import types
+from typing import Any
+
+PACKAGE = "ncbook"
+_SIMPLE = (bool, int, float, str, bytes, tuple, list, dict, frozenset, type(None))
+
+
+def ours(obj: Any) -> bool:
+    """Is this an ncbook module, or a function or class defined in one?"""
+    name = obj.__name__ if isinstance(obj, types.ModuleType) else getattr(obj, "__module__", None)
+    return isinstance(name, str) and (name == PACKAGE or name.startswith(PACKAGE + "."))
+
+
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    """Drop every statement that is a bare string (docstrings, attribute docstrings): they do nothing."""
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list):
+            kept = [s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+                                             and isinstance(s.value.value, str))]
+            node.body = kept or [ast.Pass()]
+    return tree
+
+
+def syntax_tree(obj: Any) -> ast.AST:
+    """The parsed source of a function or class, docstrings removed."""
+    return _strip_docstrings(ast.parse(textwrap.dedent(inspect.getsource(obj))))
+
+
+def normal_form_of(source: str) -> str:
+    """The normal form of source code: its syntax tree without docstrings, positions or comments."""
+    return ast.dump(_strip_docstrings(ast.parse(textwrap.dedent(source))), annotate_fields=False,
+                    include_attributes=False)
+
+
+def normal_form(obj: Any) -> str:
+    """What is hashed for a function or class: the normal form of its source."""
+    return normal_form_of(inspect.getsource(obj))
+
+
+def _local_imports(tree: ast.AST, module: str) -> dict[str, Any]:
+    """Names bound by ``from . import x`` / ``from .m import f`` statements inside a function body."""
+    env: dict[str, Any] = {}
+    package = module.rsplit(".", 1)[0] if "." in module else module
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.level > 0 or (node.module or "").startswith(PACKAGE)):
+            base = (package if node.level > 0 else "") + ("." + node.module if node.module and node.level else
+                                                           node.module or "")
+            base = base.lstrip(".") or package
+            target = importlib.import_module(base)
+            for alias in node.names:
+                value = getattr(target, alias.name, None)
+                if value is None:
+                    value = importlib.import_module(f"{base}.{alias.name}")
+                env[alias.asname or alias.name] = value
+    return env
+
+
+def _chains(tree: ast.AST) -> set[tuple[str, ...]]:
+    """Every name and dotted attribute chain on a name (``a``, ``a.b.c``) the code refers to."""
+    out: set[tuple[str, ...]] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            out.add((node.id,))
+        elif isinstance(node, ast.Attribute):
+            parts, base = [node.attr], node.value
+            while isinstance(base, ast.Attribute):
+                parts.append(base.attr)
+                base = base.value
+            if isinstance(base, ast.Name):
+                out.add((base.id, *reversed(parts)))
+    return out
+
+
+def _references(obj: Any) -> list[tuple[str, Any]]:
+    """The ncbook functions, classes and module constants a function or class refers to, as (name, object)."""
+    module = obj.__module__
+    tree = syntax_tree(obj)
+    env = {**vars(sys.modules[module]), **_local_imports(tree, module)}
+    found = []
+    for chain in _chains(tree):
+        if chain[0] not in env:
+            continue
+        value, owner, name = env[chain[0]], sys.modules[module], chain[0]
+        for attr in chain[1:]:
+            if not (isinstance(value, types.ModuleType) and ours(value)):
+                break
+            owner, name, value = value, attr, getattr(value, attr, None)
+        if isinstance(value, types.ModuleType):
+            continue
+        if (inspect.isfunction(value) or inspect.isclass(value)) and ours(value):
+            found.append((value.__qualname__, value))
+        elif isinstance(value, _SIMPLE) and ours(owner) and not callable(value):
+            found.append((name, value))
+    return found
+
+
+def reachable(entry: Any) -> list[tuple[str, str]]:
+    """Every ncbook function, class and constant ``entry`` reaches, as (name, normal form) in order (``name=repr``
+    for a constant)."""
+    seen: dict[int, tuple[str, str]] = {}
+    todo = [(entry.__qualname__, entry)]
+    while todo:
+        name, obj = todo.pop()
+        if id(obj) in seen:
+            continue
+        if inspect.isfunction(obj) or inspect.isclass(obj):
+            seen[id(obj)] = (name, normal_form(obj))
+            todo.extend(_references(obj))
+        else:
+            seen[id(obj)] = (name, f"{name}={obj!r}")
+    return sorted(seen.values())
+
+
+@functools.cache
+def code_hash(entry: Any) -> str:
+    """sha256 of the normal forms of everything ``entry`` reaches, in name order (module names not included)."""
+    h = hashlib.sha256()
+    for name, form in reachable(entry):
+        h.update(name.encode() + b"\0" + form.encode() + b"\0")
+    return h.hexdigest()

@@ -1,0 +1,244 @@
+"""The registry of experiments, as data: for each, its run function, a typed configuration per scale (``tiny`` for
+tests, ``cpu`` for the results shipped with the book, ``paper`` for the source paper's settings on a GPU) and notes
+on what the paper leaves unstated. :mod:`ncbook.runner` runs them into the results cache.
+
+A result's key hashes its configuration and the code its run function reaches (:mod:`ncbook.codehash`), so
+adding or editing an entry here leaves every other result current."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+
+import numpy as np
+
+from . import cache
+from .codehash import code_hash
+from .experiments import (
+    EdgeOfStability,
+    GDPhases,
+    HeadBounds,
+    HeadDepth,
+    MLPCollapse,
+    run_edge_of_stability,
+    run_gd_phases,
+    run_head_bounds,
+    run_head_depth,
+    run_mlp_collapse,
+    run_trained_ntk,
+)
+from .reproduce import (
+    BlurredClasses,
+    HeadDepthSweep,
+    LayerwiseTraining,
+    NonlinearDepthSweep,
+    ResNetHeadDepth,
+    WeightDecayAblation,
+    run_blurred_classes,
+    run_head_depth_sweep,
+    run_layerwise,
+    run_nonlinear_depth_sweep,
+    run_resnet_head_depth,
+    run_weight_decay_ablation,
+)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    description: str
+    run: Callable[..., dict[str, np.ndarray]]
+    scales: dict[str, object]
+    heavy: bool = True
+    notes: dict[str, str] = field(default_factory=dict)
+
+    def config(self, scale: str, **overrides) -> object:
+        if scale not in self.scales:
+            raise ValueError(f"experiment {self.name!r} has no scale {scale!r}; choose one of {sorted(self.scales)}")
+        try:
+            return replace(self.scales[scale], **overrides)
+        except TypeError as err:
+            raise ValueError(f"bad override for {self.name}: {err}") from None
+
+    def key(self, cfg) -> str:
+        return cache.result_key({"experiment": self.name, **asdict(cfg)}, code_hash(self.run))
+
+
+_EOS_SCALES = {                       # edge_of_stability and trained_ntk train the same networks
+    "tiny": EdgeOfStability(widths=(64, 16, 12, 12, 10), per_class=3, lrs=(0.05,), steps=20, every=10, power_iters=5),
+    "cpu": EdgeOfStability(),
+    "paper": EdgeOfStability(per_class=None, widths=(64, 512, 256, 256, 256, 10), steps=20_000, every=500),
+}
+
+EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
+    Experiment(
+        name="jacot_mlp",
+        description="MLP with a deep linear head, square loss + weight decay, lr drop at 80% (Jacot et al. Fig. 4)",
+        run=run_mlp_collapse,
+        scales={
+            "tiny": MLPCollapse(dataset="digits", per_class=20, widths=(64, 32, 32, 32, 16, 16, 10), num_nonlinear=3,
+                                weight_decays=(1e-3, 1e-2), seeds=(0, 1), steps=60, lr=0.05, momentum=0.0,
+                                record_every=20, dtype="float64"),
+            "cpu": MLPCollapse(),
+            "paper": MLPCollapse(dataset="mnist", per_class=None, widths=(784,) + (1024,) * 8 + (10,),
+                                 num_nonlinear=5, weight_decays=(1.8e-3,), seeds=(0, 1, 2, 3, 4), steps=100_000,
+                                 lr=1e-3, batch_size=128, momentum=0.0, record_every=1000),
+        },
+        notes={"paper": "Jacot et al. App. A: 5 non-linear + 4 linear layers, weight decay 0.0018, lr 0.001, "
+                        "10,000 epochs, 5 runs. Width, optimiser and batch size are not stated in the text; "
+                        "width 1024, plain SGD with batch 128 are our assumptions (steps cover far fewer epochs)."},
+    ),
+    Experiment(
+        name="linear_head",
+        description="chapter 1's MLP with a linear head of 1-4 layers, for 4 weight decays (the λ x depth figure)",
+        run=run_head_depth,
+        scales={
+            "tiny": HeadDepth(depths=(1, 2), weight_decays=(0.0, 1e-2), dataset="digits", per_class=10,
+                              relu_widths=(16,), head_width=8, steps=20, record_every=10),
+            "cpu": HeadDepth(),
+            "paper": HeadDepth(depths=(1, 2, 3, 4, 5, 6), dataset="mnist", per_class=None, relu_widths=(512, 512),
+                               head_width=512, steps=20_000, lr=0.05, record_every=500),
+        },
+        notes={"paper": "Not a figure of either paper: the same sweep on full MNIST with wide layers, for a GPU."},
+    ),
+    Experiment(
+        name="jacot_bounds",
+        description="MLPs with linear heads of 2-5 layers, 3 weight decays, measured against Jacot et al. Thm 3.1",
+        run=run_head_bounds,
+        scales={
+            "tiny": HeadBounds(depths=(2, 3), weight_decays=(1e-3, 1e-2), dataset="digits", per_class=10,
+                               relu_widths=(16,), head_width=12, steps=30, record_every=10),
+            "cpu": HeadBounds(),
+            "paper": HeadBounds(depths=(2, 3, 4, 5, 6), dataset="mnist", per_class=None, relu_widths=(1024,) * 5,
+                                head_width=1024, steps=20_000, lr=0.05, record_every=1000),
+        },
+        notes={"paper": "Jacot et al. Fig. 2 setting (5 non-linear layers, 1-5 linear) at width 1024, full batch; "
+                        "widths and optimiser are our assumptions."},
+    ),
+    Experiment(
+        name="jacot_phases",
+        description="GD with weight decay on a pyramidal smoothed-leaky-ReLU MLP: loss and balancedness (Thm 4.4)",
+        run=run_gd_phases,
+        scales={
+            "tiny": GDPhases(widths=(64, 40, 16, 12, 10), per_class=4, lrs=(0.01,), weight_decays=(0.05,), steps=40,
+                             every=10),
+            "cpu": GDPhases(),
+            "paper": GDPhases(per_class=None, widths=(64, 2048, 256, 128, 128, 10), steps=200_000, every=500),
+        },
+        notes={"paper": "the paper has no such experiment; this is the full digits set with a wider first layer"},
+    ),
+    Experiment(
+        name="edge_of_stability",
+        description="full-batch GD at three learning rates; top Hessian eigenvalue vs 2/lr (Sec. 5.2)",
+        run=run_edge_of_stability,
+        scales=_EOS_SCALES,
+        notes={"paper": "Jacot et al. discuss but do not run this; a larger version for a GPU"},
+    ),
+    Experiment(
+        name="trained_ntk",
+        description="edge_of_stability's networks: NTK norm, sharpness and head conditioning at the end (Prop 5.3)",
+        run=run_trained_ntk,
+        scales=_EOS_SCALES,
+        notes={"paper": "the larger edge_of_stability networks; the NTK norm is matrix-free (Lanczos on J J^T)"},
+    ),
+    # ---- Part IV: the experiments of both papers
+    Experiment(
+        name="jacot_head_depth",
+        description="MLP, 5 ReLU layers + a linear head of 1-5 layers, 2 weight decays (Jacot et al. Fig. 2 left)",
+        run=run_head_depth_sweep,
+        scales={
+            "tiny": HeadDepthSweep(dataset="digits", per_class=10, num_nonlinear=2, depths=(1, 2), width=16,
+                                   seeds=(0,), steps=20, record_every=10),
+            "cpu": HeadDepthSweep(),
+            "paper": HeadDepthSweep(dataset="mnist", per_class=None, width=1024, seeds=(0, 1, 2, 3, 4),
+                                    steps=100_000, lr=1e-3, momentum=0.0, batch_size=128, record_every=2000),
+        },
+        notes={"paper": "Jacot et al. Sec. 6: MNIST, 5 non-linear layers, 1-5 linear, weight decay 0.001 and 0.004, "
+                        "lr 0.001, 5 runs. Width, optimiser, batch and length are not stated: width 1024, SGD with "
+                        "batch 128 for 100k steps (~213 epochs) are our assumptions."},
+    ),
+    Experiment(
+        name="jacot_resnet_head",
+        description="ResNet + 1 ReLU layer + 1-6 linear layers, 2 weight decays (Jacot et al. Fig. 2 right, Fig. 5)",
+        run=run_resnet_head_depth,
+        scales={
+            "tiny": ResNetHeadDepth(per_class=4, resnet_width=4, head_width=12, depths=(1, 2), weight_decays=(1e-3,),
+                                    epochs=2, batch_size=20, record_every_epochs=1),
+            "cpu": ResNetHeadDepth(),
+            "paper": ResNetHeadDepth(dataset="cifar10", per_class=None, resnet_depth=20, resnet_width=16,
+                                     head_width=256, seeds=(0, 1, 2, 3, 4), epochs=5000, batch_size=128, lr=1e-3,
+                                     momentum=0.0, record_every_epochs=100),
+        },
+        notes={"paper": "Jacot et al. Sec. 6: ResNet20 on CIFAR-10, one non-linear head layer and 1-6 linear, weight "
+                        "decay 0.001/0.004, lr 0.001, 5000 epochs. Head width and batch size are our assumptions. "
+                        "Fig. 5 (MNIST): --set dataset=mnist."},
+    ),
+    Experiment(
+        name="jacot_nonlinear_depth",
+        description="MLPs with 4-12 ReLU layers: balancedness and negativity of the non-linear layers (Jacot Fig. 3)",
+        run=run_nonlinear_depth_sweep,
+        scales={
+            "tiny": NonlinearDepthSweep(dataset="digits", per_class=10, depths=(3, 4), num_linear=1, width=16,
+                                        seeds=(0,), lrs=(0.01,), steps=20, record_every=10),
+            "cpu": NonlinearDepthSweep(lrs=(0.005, 0.01), steps=3000),
+            "paper": NonlinearDepthSweep(dataset="mnist", per_class=None, width=1024, lrs=(1e-3, 2e-3),
+                                         seeds=(0, 1, 2, 3, 4), steps=100_000, momentum=0.0, batch_size=128,
+                                         init="default", record_every=2000),
+        },
+        notes={"paper": "Jacot et al. Sec. 6: non-linear depth 4-12 (first two layers = backbone), lr 0.001 or "
+                        "0.002, 5 runs, weight decay 0.016/L. Linear-head depth, width and optimiser are not stated; "
+                        "3 linear layers, width 1024, SGD batch 128 are our assumptions."},
+    ),
+    Experiment(
+        name="tirer_layerwise",
+        description="MLP grown and trained one hidden layer at a time: NC1 of the deepest features (Tirer Fig. 2)",
+        run=run_layerwise,
+        scales={
+            "tiny": LayerwiseTraining(dataset="digits", per_class=10, width=16, num_layers=3, epochs=1, batch_size=32,
+                                      seeds=(0,)),
+            "cpu": LayerwiseTraining(),
+            "paper": LayerwiseTraining(dataset="cifar10", per_class=None, width=3072, seeds=(0,)),
+        },
+        notes={"paper": "Tirer et al. App. E.1 exactly: CIFAR-10, 10 hidden layers of 3072 units with batch norm, "
+                        "3 epochs of Adam (lr 1e-4, batch 256, cross-entropy) per added layer."},
+    ),
+    Experiment(
+        name="tirer_wd_ablation",
+        description="weight decay doubled/zeroed on the last layer vs the feature layers, MSE and CE (Tirer Fig. 3)",
+        run=run_weight_decay_ablation,
+        scales={
+            "tiny": WeightDecayAblation(dataset="digits", per_class=10, hidden=(16, 16), seeds=(0,), epochs=2,
+                                        batch_size=32, record_every_epochs=1),
+            "cpu": WeightDecayAblation(hidden=(128, 128, 128), epochs=60, record_every_epochs=5),
+            "paper": WeightDecayAblation(dataset="cifar10", per_class=None, arch="resnet18", batch_size=256,
+                                         epochs=100, record_every_epochs=5),
+        },
+        notes={"paper": "Tirer et al. Sec. 6 / App. E.2 exactly: ResNet18, SGD batch 256, lr 0.05 / 10 every 40 "
+                        "epochs, momentum 0.9, weight decay 5e-4, 100 epochs, 3 seeds. Figs. 4-5 and Table 1's "
+                        "MNIST columns: --set dataset=mnist --set per_class=3000 (or 5000)."},
+    ),
+    Experiment(
+        name="tirer_blur",
+        description="digits 4 and 9 blurred, last-layer weight decay 5e-4, 5e-5, 0: per-class NC1 (Tirer Fig. 6)",
+        run=run_blurred_classes,
+        scales={
+            "tiny": BlurredClasses(dataset="digits", per_class=10, hidden=(16, 16), blur=3, seeds=(0,), epochs=2,
+                                   batch_size=32, record_every_epochs=1),
+            "cpu": BlurredClasses(hidden=(128, 128, 128), epochs=60, record_every_epochs=5),
+            "paper": BlurredClasses(dataset="mnist", per_class=3000, arch="resnet18", batch_size=256, epochs=100,
+                                    record_every_epochs=5),
+        },
+        notes={"paper": "Tirer et al. App. E.2: ResNet18 on MNIST with 3K samples per class, digits 4 and 9 blurred "
+                        "by a 9x9 uniform kernel, last-layer weight decay 5e-4, 5e-5, 0, baseline schedule."},
+    ),
+)}
+
+
+def get_experiment(name: str) -> Experiment:
+    if name not in EXPERIMENTS:
+        raise KeyError(f"unknown experiment {name!r}; known: {', '.join(sorted(EXPERIMENTS))}")
+    return EXPERIMENTS[name]
+
+
+SCALES: tuple[str, ...] = tuple(dict.fromkeys(s for exp in EXPERIMENTS.values() for s in exp.scales))
+"""Every scale some experiment has, in registry order (the command line's choices)."""

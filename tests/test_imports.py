@@ -1,0 +1,74 @@
+"""The package's import graph (every ``from . import`` and ``from .m import``, at module level or inside a
+function) has no cycle and no arrow that goes back up: each module imports only from floors below its own."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "ncbook"
+FLOORS = [
+    {"cache", "codehash", "data", "metrics", "nets"},          # ground: import nothing from the package
+    {"train", "ufm"},
+    {"bounds", "compare"},                                    # bounds and the readers of results
+    {"stability"},
+    {"experiments", "reproduce"},                             # the code that produces results
+    {"registry"},                                             # configuration as data
+    {"runner", "plotting"},
+    {"interactive", "__main__"},
+]
+
+
+def imports_of(module: str) -> set[str]:
+    """The ncbook modules ``module`` imports, anywhere in its source."""
+    out = set()
+    for node in ast.walk(ast.parse((PACKAGE / f"{module}.py").read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.level == 1 or (node.module or "").startswith("ncbook")):
+            name = (node.module or "").removeprefix("ncbook").lstrip(".")
+            if name:
+                out.add(name.split(".")[0])
+            else:
+                out |= {a.name for a in node.names}
+        elif isinstance(node, ast.Import):
+            out |= {a.name.split(".")[1] for a in node.names if a.name.startswith("ncbook.")}
+    return out - {module}
+
+
+def graph() -> dict[str, set[str]]:
+    return {p.stem: imports_of(p.stem) for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
+
+
+def test_every_module_has_a_floor():
+    assert set(graph()) == set().union(*FLOORS)
+
+
+def test_no_import_goes_up_or_sideways_into_a_cycle():
+    floor = {m: i for i, group in enumerate(FLOORS) for m in group}
+    wrong = [f"{m} (floor {floor[m]}) imports {d} (floor {floor[d]})"
+             for m, deps in graph().items() for d in deps if floor[d] >= floor[m]]
+    assert not wrong, "; ".join(sorted(wrong))
+
+
+def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """A cycle of the directed graph, or None (depth-first search)."""
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> list[str] | None:
+        state[node] = 1
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt] if nxt in path else [node, nxt]
+            if nxt not in state and (found := visit(nxt, path + [nxt])):
+                return found
+        state[node] = 2
+        return None
+
+    for start in sorted(edges):
+        if start not in state and (found := visit(start, [start])):
+            return found
+    return None
+
+
+def test_no_import_cycle():
+    assert find_cycle(graph()) is None
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]     # the check can fail
