@@ -117,7 +117,13 @@ def seed_override(exp, cfg_type, seeds: list[int]) -> dict:
     raise SystemExit(f"{exp.name} has no seed setting")
 
 
-def cmd_list(_args) -> int:
+def cmd_list(args) -> int:
+    if getattr(args, "notes", False):
+        for name, exp in EXPERIMENTS.items():
+            print(f"{name}: {exp.description}")
+            for scale, note in exp.notes.items():
+                print(f"  [{scale}] {note}")
+        return 0
     cost = shipped_cost()
     rows = [("experiment", "scale", "status", "wall time", "size", "description")]
     for name, exp in EXPERIMENTS.items():      # every scale, then the stored sweep points and overrides
@@ -277,7 +283,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m ncbook", description="Run, sweep, list and verify the book's "
                                 "experiments and their cached results.")
     sub = p.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="experiments, scales, and whether each result is cached / stale")
+    ls = sub.add_parser("list", help="experiments, scales, and whether each result is cached / stale")
+    ls.add_argument("--notes", action="store_true", help="instead, each experiment's assumptions and deviations "
+                    "from its paper, scale by scale")
     r = sub.add_parser("run", help="run one experiment at one scale and cache its result")
     s = sub.add_parser("sweep", help="run an experiment over a grid of settings")
     for q in (r, s):

@@ -8,6 +8,7 @@ and of the code that produces the result (``ncbook.codehash``), so changing that
 
 from __future__ import annotations
 
+import ast
 import datetime as dt
 import hashlib
 import json
@@ -16,6 +17,7 @@ import platform
 import subprocess
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -116,29 +118,64 @@ def save(name: str, scale: str, config: dict, key: str, arrays: dict[str, np.nda
     return manifest_path
 
 
-def make_hint(name: str, scale: str) -> str:
-    """How to make a result from its file stem alone: the command for its scale, and the settings a sweep point's
-    stem lists after the scale (``cpu--per_class=300``)."""
-    base, _, sets = scale.partition("--")
-    return f"`python -m ncbook run {name} --scale {base}`" + (f" with --set for each of {sets}" if sets else "")
+@dataclass(frozen=True)
+class Tag:
+    """The file stem of a stored result: its scale, and the settings a sweep point overrides, in name order
+    (``cpu``, ``cpu--lr=0.01,steps=200``). ``str`` formats it, :meth:`parse` reads it back."""
+
+    scale: str
+    overrides: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def of(cls, scale: str, overrides: dict) -> Tag:
+        return cls(scale, tuple(sorted(overrides.items())))
+
+    def __str__(self) -> str:
+        sets = ",".join(f"{k}={v}" for k, v in self.overrides)
+        return (self.scale + "--" + sets if sets else self.scale).replace("/", "_")
+
+    @classmethod
+    def parse(cls, text: str) -> Tag:
+        """The tag a file stem names (values read as Python literals where they parse, else kept as text)."""
+        scale, _, sets = text.partition("--")
+        return cls(scale, tuple((k, _literal(v)) for k, _, v in (item.partition("=") for item in _top_level(sets))))
 
 
-def read_manifest(name: str, scale: str, root: Path | None = None) -> dict:
+def _top_level(sets: str) -> list[str]:
+    """``a=1,b=(2, 3)`` split at the commas outside brackets: ``["a=1", "b=(2, 3)"]``."""
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(sets + ","):
+        depth += (ch in "([{") - (ch in ")]}")
+        if ch == "," and depth == 0:
+            items += [sets[start:i]] if sets[start:i] else []
+            start = i + 1
+    return items
+
+
+def _literal(text: str) -> Any:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def read_manifest(name: str, scale: str, root: Path | None = None, regen: str = "the experiment runner") -> dict:
+    """The manifest of a stored result, or CacheError saying what is wrong and naming ``regen``, the command that
+    makes the result (the runner's ``regen_command``)."""
     _, manifest_path = paths(name, scale, root)
     try:
         return json.loads(manifest_path.read_text())
     except FileNotFoundError:
         raise CacheError(f"no cached result for {name} at scale {scale!r}: {manifest_path} is missing. Make it "
-                         f"with {make_hint(name, scale)}", "missing") from None
+                         f"with `{regen}`", "missing") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise CacheError(f"manifest {manifest_path} is not valid JSON ({err}). Regenerate it with "
-                         f"{make_hint(name, scale)}") from None
+        raise CacheError(f"manifest {manifest_path} is not valid JSON ({err}). Regenerate it with `{regen}`") from None
 
 
-def check(name: str, scale: str, key: str, root: Path | None = None, regen: str | None = None) -> dict:
-    """Verify a stored result against the expected key and its checksums; return its manifest or raise CacheError."""
-    regen = regen or f"python -m ncbook run {name} --scale {scale}"
-    manifest = read_manifest(name, scale, root)
+def check(name: str, scale: str, key: str, root: Path | None = None, regen: str = "the experiment runner") -> dict:
+    """Verify a stored result against the expected key and its checksums; return its manifest or raise CacheError
+    naming ``regen``, the command that regenerates it."""
+    manifest = read_manifest(name, scale, root, regen)
     data_path, manifest_path = paths(name, scale, root)
     if manifest.get("key") != key:
         raise CacheError(f"cached result {manifest_path} is stale: it was made with key {manifest.get('key')}, the "
@@ -156,7 +193,7 @@ def check(name: str, scale: str, key: str, root: Path | None = None, regen: str 
 
 
 def load(name: str, scale: str, key: str, root: Path | None = None,
-         regen: str | None = None) -> tuple[dict[str, np.ndarray], dict]:
+         regen: str = "the experiment runner") -> tuple[dict[str, np.ndarray], dict]:
     """Load a verified result: (arrays, manifest). Never unpickles (``allow_pickle=False``)."""
     manifest = check(name, scale, key, root, regen)
     data_path, _ = paths(name, scale, root)

@@ -49,7 +49,6 @@ class Experiment:
     description: str
     run: Callable[..., dict[str, np.ndarray]]
     scales: dict[str, object]
-    heavy: bool = True
     notes: dict[str, str] = field(default_factory=dict)
 
     def config(self, scale: str, **overrides) -> object:

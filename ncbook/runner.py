@@ -6,7 +6,6 @@ function, class and constant it calls or uses, without comments or docstrings)."
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from dataclasses import asdict
@@ -24,7 +23,7 @@ def run_and_cache(name: str, scale: str, device: str = "cpu", progress: bool = T
     """Run one experiment at one scale and store its result (with provenance) in the cache."""
     exp = get_experiment(name)
     cfg = exp.config(scale, **overrides)
-    tag, key = _scale_tag(scale, overrides), exp.key(cfg)
+    tag, key = str(cache.Tag.of(scale, overrides)), exp.key(cfg)
     ckpt = _checkpoint_file(name, tag, key, root)
     ckpt.parent.mkdir(parents=True, exist_ok=True)
     left = _readable_checkpoints(ckpt)
@@ -34,7 +33,7 @@ def run_and_cache(name: str, scale: str, device: str = "cpu", progress: bool = T
     t0 = time.perf_counter()
     arrays = exp.run(cfg, device=device, progress=progress, checkpoint=ckpt)
     prov = cache.provenance(device, list(getattr(cfg, "seeds", [])), time.perf_counter() - t0,
-                            command or f"python -m ncbook run {name} --scale {scale} --device {device}")
+                            command or f"{regen_command(name, scale, overrides)} --device {device}")
     manifest = cache.save(name, tag, {"experiment": name, **asdict(cfg)}, key, arrays, prov, root,
                           extra={"base_scale": scale, "overrides": overrides})
     for part in ckpt.parent.glob(ckpt.stem + ".*"):     # the run's checkpoint and those of its parts
@@ -58,7 +57,7 @@ def checkpoint_path(name: str, scale: str, root: Path | None = None, **overrides
     """Where a run saves its checkpoint (multi-part runs add ``.<part>`` before the suffix); a killed run resumes
     from it when the same command is run again, with the same configuration and code (both are in the key)."""
     exp = get_experiment(name)
-    return _checkpoint_file(name, _scale_tag(scale, overrides), exp.key(exp.config(scale, **overrides)), root)
+    return _checkpoint_file(name, str(cache.Tag.of(scale, overrides)), exp.key(exp.config(scale, **overrides)), root)
 
 
 def _checkpoint_file(name: str, tag: str, key: str, root: Path | None) -> Path:
@@ -82,7 +81,7 @@ def _readable_checkpoints(ckpt: Path) -> list[Path]:
 def cached_current(name: str, scale: str, root: Path | None = None, **overrides) -> Path | None:
     """The manifest of a stored result that is intact and current for this configuration and code, else None."""
     exp = get_experiment(name)
-    tag = _scale_tag(scale, overrides)
+    tag = str(cache.Tag.of(scale, overrides))
     try:
         cache.check(name, tag, exp.key(exp.config(scale, **overrides)), root)
     except cache.CacheError:
@@ -103,7 +102,8 @@ def _cli_value(v) -> str:
 def check_stored(name: str, tag: str, root: Path | None = None) -> dict:
     """Check one stored result (a scale, or a scale with overrides) against its checksums and the key the current
     configuration and code give: its manifest, or CacheError saying what is wrong and how to regenerate it."""
-    manifest = cache.read_manifest(name, tag, root)
+    stem = cache.Tag.parse(tag)
+    manifest = cache.read_manifest(name, tag, root, regen_command(name, stem.scale, dict(stem.overrides)))
     try:
         exp = get_experiment(manifest.get("experiment", name))
         scale, overrides = manifest.get("base_scale", tag), manifest.get("overrides", {})
@@ -142,24 +142,13 @@ def shipped_cost(root: Path | None = None) -> dict[tuple[str, str], tuple[float,
     return out
 
 
-def _scale_tag(scale: str, overrides: dict) -> str:
-    """File stem of a result: the scale, plus the overrides of a sweep point (e.g. ``cpu--lr=0.01``)."""
-    if not overrides:
-        return scale
-    return scale + "--" + ",".join(f"{k}={v}" for k, v in sorted(overrides.items())).replace("/", "_")
-
-
 def get(name: str, scale: str = "cpu", root: Path | None = None, **overrides) -> dict[str, np.ndarray]:
-    """Load a verified result. On a miss: in CI, or for a heavy experiment, raise with the command to run;
-    otherwise (a light experiment, outside CI) compute it with a progress bar and store it."""
+    """Load a verified result; a missing, stale or corrupted one raises CacheError with the command that makes it
+    (results are made only by the runner, never as a side effect of reading)."""
     exp = get_experiment(name)
     cfg = exp.config(scale, **overrides)
-    tag = _scale_tag(scale, overrides)
+    tag = str(cache.Tag.of(scale, overrides))
     try:
         return cache.load(name, tag, exp.key(cfg), root, regen_command(name, scale, overrides))[0]
     except cache.CacheError as err:
-        missing = not cache.paths(name, tag, root)[1].exists()
-        if missing and not exp.heavy and not os.environ.get("CI"):
-            run_and_cache(name, scale, root=root, **overrides)
-            return cache.load(name, tag, exp.key(cfg), root)[0]
-        raise cache.CacheError(f"{err} (experiment {name!r}, scale {scale!r})") from None
+        raise cache.CacheError(f"{err} (experiment {name!r}, scale {scale!r})", err.kind) from None

@@ -171,7 +171,7 @@ def test_list_and_verify_report_a_broken_manifest_instead_of_crashing(results, c
     assert main(["verify"]) == 1
     out = capsys.readouterr().out
     assert "tiny--steps=20.json is not valid JSON" in out
-    assert "`python -m ncbook run jacot_mlp --scale tiny` with --set for each of steps=20" in out
+    assert "`python -m ncbook run jacot_mlp --scale tiny --set steps=20`" in out
 
 
 def test_a_process_sweep_from_the_real_command_line(results):
@@ -184,3 +184,16 @@ def test_a_process_sweep_from_the_real_command_line(results):
     assert done.returncode == 0, done.stdout + done.stderr
     assert sorted(p.name for p in (results / "jacot_mlp").glob("*.json")) == ["tiny--steps=10.json",
                                                                              "tiny--steps=20.json"]
+
+
+def test_list_notes_shows_every_experiments_assumptions(capsys):
+    assert main(["list", "--notes"]) == 0
+    out = capsys.readouterr().out
+    from ncbook.registry import EXPERIMENTS, SCALES
+
+    assert SCALES == ("tiny", "cpu", "paper")
+    for name, exp in EXPERIMENTS.items():
+        assert f"{name}: {exp.description}" in out
+        assert all(note in out for note in exp.notes.values())
+    with pytest.raises(SystemExit):
+        main(["run", "jacot_mlp", "--scale", "huge"])             # the choices come from the registry
