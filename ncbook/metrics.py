@@ -16,6 +16,7 @@ Nothing here forms or inverts a ``d x d`` matrix: every class-mean direction lie
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -229,6 +230,89 @@ def class_stats(features: ArrayLike, labels: ArrayLike, num_classes: int | None 
     return ClassStats(counts, means, Q, scatter_q, trace, cos_sum)
 
 
+def check_batch(features: ArrayLike, labels: ArrayLike, num_classes: int, dim: int | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """One batch of a stream as (features (n, d) float, labels (n,) long): shapes, finite values and labels in
+    0..num_classes-1 checked; unlike :func:`check_features_labels`, a batch may miss classes."""
+    Z, y = _as_tensor(features, "features"), _as_tensor(labels, "labels")
+    if Z.ndim != 2 or (dim is not None and Z.shape[1] != dim):
+        raise ValueError(f"batch features must have shape (n, {dim if dim is not None else 'd'}), got {tuple(Z.shape)}")
+    if y.shape != (Z.shape[0],):
+        raise ValueError(f"batch labels must have shape ({Z.shape[0]},), got {tuple(y.shape)}")
+    if y.dtype.is_floating_point or y.dtype == torch.bool:
+        raise ValueError(f"labels must be integers, got dtype {y.dtype}")
+    if not bool(torch.isfinite(Z.sum())) and not bool(torch.isfinite(Z).all()):    # a NaN or inf makes the sum one
+        raise ValueError("batch features contain NaN or inf")
+    y = y.to(torch.long)
+    if y.numel() and (int(y.min()) < 0 or int(y.max()) >= num_classes):
+        raise ValueError(f"labels must lie in 0..{num_classes - 1}, found {int(y.min())}..{int(y.max())}")
+    if not Z.dtype.is_floating_point:
+        Z = Z.to(torch.float32)
+    return Z, y
+
+
+def streamed_class_stats(batches: Iterable[tuple[ArrayLike, ArrayLike]], num_classes: int,
+                         classifier: ArrayLike | None = None) -> ClassStats:
+    """:class:`ClassStats` of data that comes in batches, in two passes over a re-iterable ``batches`` (a list, a
+    DataLoader): pass 1 sums each class in float64; pass 2 shifts every sample by its class mean rounded to the input
+    precision and keeps only its projection on the span of the means, as :func:`class_stats` does. Memory is K d plus
+    one batch; the cost is about two class-means passes and one (N x d) x (d x K) product, far below a d x d Gram.
+    Per-class NC1 is available (``scatter_q`` per class). For a stream that can be read only once, or shards to be
+    merged, use :class:`StreamingClassStats`."""
+    K, f64 = num_classes, torch.float64
+    if K < 2:
+        raise ValueError(f"neural-collapse metrics need at least 2 classes, got num_classes={K}")
+    sums = counts = work = None
+    for Z, y in batches:                                               # pass 1: counts and class sums
+        Z, y = check_batch(Z, y, K, None if sums is None else sums.shape[1])
+        if work is None:
+            work = Z.dtype if Z.dtype in (torch.float32, torch.float64) else torch.float32
+            sums = torch.zeros(K, Z.shape[1], dtype=f64, device=Z.device)
+            counts = torch.zeros(K, dtype=torch.long, device=Z.device)
+        sums += _class_sums(Z.to(work), y.to(sums.device), K)
+        counts += torch.bincount(y.to(sums.device), minlength=K)
+    if counts is None or bool((counts == 0).any()):
+        empty = list(range(K)) if counts is None else torch.nonzero(counts == 0).flatten().tolist()
+        raise ValueError(f"class(es) {empty} received no samples")
+    n = counts.to(f64)
+    means = sums / n.unsqueeze(1)
+    a = means.to(work)
+    m = means - a.to(f64)
+    Q = mean_basis(means)
+    q = Q.shape[1]
+    W = None if classifier is None else _check_classifier(classifier, K, means.shape[1]).to(means.device)
+    Rw = (Q if W is None else torch.cat([Q, W.T], dim=1)).to(work)
+    scatter = torch.zeros(K, q, q, dtype=f64, device=means.device)
+    cc_sum = torch.zeros(K, dtype=f64, device=means.device)
+    seen = torch.zeros(K, dtype=torch.long, device=means.device)
+    cos_sum = 0.0
+    for Z, y in batches:                                               # pass 2: shifted projections
+        Z, y = check_batch(Z, y, K, means.shape[1])
+        Z, y = Z.to(device=means.device, dtype=work), y.to(means.device)
+        C = Z - a[y]
+        cc = torch.linalg.vector_norm(C, dim=1).to(f64) ** 2
+        G = (C @ Rw).to(f64)
+        P = G[:, :q]
+        scatter.index_add_(0, y, P.unsqueeze(2) * P.unsqueeze(1))
+        cc_sum.index_add_(0, y, cc)
+        seen += torch.bincount(y, minlength=K)
+        if W is not None:
+            a64 = a.to(f64)
+            zw = G[:, q:q + K].gather(1, y.unsqueeze(1)).squeeze(1) + (a64 * W).sum(1)[y]
+            zz = (cc + 2 * (P * (a64 @ Q)[y]).sum(1) + (a64 * a64).sum(1)[y]).clamp(min=0)
+            denom = zz.sqrt() * torch.linalg.vector_norm(W, dim=1)[y]
+            if bool((denom == 0).any()):
+                raise ValueError("a feature vector or a classifier row is zero, so its cosine is undefined")
+            cos_sum += float((zw / denom).sum())
+    if not torch.equal(seen, counts):
+        raise ValueError("the batches changed between the two passes: pass a re-iterable source (a list or a "
+                         "DataLoader without shuffling), not a one-shot iterator")
+    mq = m @ Q
+    trace = (cc_sum - n * (m * m).sum(1)).clamp(min=0)
+    scatter_q = scatter - n[:, None, None] * mq.unsqueeze(2) * mq.unsqueeze(1)
+    return ClassStats(counts, means, Q, scatter_q, trace, None if W is None else cos_sum)
+
+
 class StreamingClassStats:
     """Class statistics accumulated over batches (``update``) or shards (``merge``); ``finalize()`` -> ClassStats.
 
@@ -250,19 +334,10 @@ class StreamingClassStats:
 
     def update(self, features: ArrayLike, labels: ArrayLike) -> StreamingClassStats:
         """Add a batch (classes may be missing from a batch, but labels must be < num_classes)."""
-        Z = _as_tensor(features, "features")
-        y = _as_tensor(labels, "labels")
-        if Z.ndim != 2 or Z.shape[1] != self.dim:
-            raise ValueError(f"batch features must have shape (n, {self.dim}), got {tuple(Z.shape)}")
-        if y.shape != (Z.shape[0],):
-            raise ValueError(f"batch labels must have shape ({Z.shape[0]},), got {tuple(y.shape)}")
+        Z, y = check_batch(features, labels, self.num_classes, self.dim)
         if y.numel() == 0:
             return self
-        if not bool(torch.isfinite(Z).all()):
-            raise ValueError("batch features contain NaN or inf")
-        y = y.to(device=self.device, dtype=torch.long)
-        if int(y.min()) < 0 or int(y.max()) >= self.num_classes:
-            raise ValueError(f"labels must lie in 0..{self.num_classes - 1}, found {int(y.min())}..{int(y.max())}")
+        y = y.to(self.device)
         Z = Z.to(device=self.device, dtype=torch.float64)
         other = StreamingClassStats(self.num_classes, self.dim, self.device)
         other.counts = torch.bincount(y, minlength=self.num_classes)

@@ -130,6 +130,24 @@ def test_balancedness_zero_for_balanced_pair():
     assert m.negativity(np.abs(rng.normal(size=(10, 4)))) == 0.0
 
 
+def test_two_pass_streaming_equals_one_shot_and_keeps_per_class_nc1():
+    Z, y, W = random_problem(11, K=5, d=9, sizes=[7, 3, 12, 5, 9])
+    order = np.random.default_rng(1).permutation(len(y))
+    Z, y = Z[order] + 40.0, y[order]                            # an offset: the shift must keep it exact
+    batches = [(Z[i:i + 6].astype(np.float32), y[i:i + 6]) for i in range(0, len(y), 6)]
+    s = m.streamed_class_stats(batches, 5, classifier=W)
+    one = m.class_stats(Z, y, classifier=W)                     # float64, one shot
+    for metric in (m.nc1_pinv, m.nc1_trace_ratio, m.nc2_etf_distance, m.nc2_condition_number, m.nc3_cosine):
+        assert metric(s) == pytest.approx(metric(one), rel=1e-5), metric.__name__    # float32 input
+    np.testing.assert_allclose(m.nc1_per_class(s), m.nc1_per_class(one), rtol=1e-5)
+    s64 = m.streamed_class_stats([(Z[i:i + 6], y[i:i + 6]) for i in range(0, len(y), 6)], 5)     # float64
+    np.testing.assert_allclose(m.nc1_per_class(s64), m.nc1_per_class(one), rtol=1e-10)
+    with pytest.raises(ValueError, match="changed between the two passes"):
+        m.streamed_class_stats(iter(batches), 5)                 # a one-shot iterator is empty on pass 2
+    with pytest.raises(ValueError, match=r"class\(es\) \[4\] received no samples"):
+        m.streamed_class_stats([(Zb[yb != 4], yb[yb != 4]) for Zb, yb in batches], 5)
+
+
 def test_streaming_equals_one_shot_with_merge():
     Z, y, W = random_problem(11, K=5, d=9, sizes=[7, 3, 12, 5, 9])
     order = np.random.default_rng(0).permutation(len(y))
@@ -226,3 +244,16 @@ def test_errors_for_labels_out_of_range_dimension_and_degenerate_means():
 def test_op_norm_from_the_small_gram_equals_the_svd(shape):
     A = torch.randn(*shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     assert abs(float(m._op_norm(A)) / float(torch.linalg.svdvals(A)[0]) - 1) < 1e-12
+
+
+def test_a_batch_with_nan_or_inf_is_refused_and_huge_finite_values_are_not():
+    Z = np.ones((4, 3), dtype=np.float32)
+    for bad in (np.nan, np.inf, -np.inf):
+        Zb = Z.copy()
+        Zb[2, 1] = bad
+        with pytest.raises(ValueError, match="NaN or inf"):
+            m.check_batch(Zb, np.array([0, 1, 0, 1]), 2)
+    huge = np.full((4, 3), 3e38, dtype=np.float32)              # finite, but their sum overflows to inf
+    assert m.check_batch(huge, np.array([0, 1, 0, 1]), 2)[0].shape == (4, 3)
+    with pytest.raises(ValueError, match="integers"):
+        m.check_batch(Z, np.array([0.0, 1.0, 0.5, 1.0]), 2)
