@@ -8,6 +8,7 @@ import ast
 import functools
 import hashlib
 import importlib
+import importlib.util
 import inspect
 import sys
 import textwrap
@@ -54,18 +55,15 @@ def normal_form(obj: Any) -> str:
 def _local_imports(tree: ast.AST, module: str) -> dict[str, Any]:
     """Names bound by ``from . import x`` / ``from .m import f`` statements inside a function body."""
     env: dict[str, Any] = {}
-    package = module.rsplit(".", 1)[0] if "." in module else module
+    package = module.rpartition(".")[0] or module
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.level > 0 or (node.module or "").startswith(PACKAGE)):
-            base = (package if node.level > 0 else "") + ("." + node.module if node.module and node.level else
-                                                           node.module or "")
-            base = base.lstrip(".") or package
+            base = importlib.util.resolve_name("." * node.level + (node.module or ""), package)
             target = importlib.import_module(base)
             for alias in node.names:
                 value = getattr(target, alias.name, None)
-                if value is None:
-                    value = importlib.import_module(f"{base}.{alias.name}")
-                env[alias.asname or alias.name] = value
+                env[alias.asname or alias.name] = (importlib.import_module(f"{base}.{alias.name}") if value is None
+                                                   else value)
     return env
 
 
