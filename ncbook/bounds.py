@@ -316,7 +316,7 @@ def top_hessian_eigenvalue(loss_fn, params: list[torch.Tensor], iters: int = 100
     """Largest eigenvalue of the Hessian of ``loss_fn(params)`` by power iteration on Hessian-vector products
     (double backward); for the edge-of-stability comparison with 2/eta (Sec. 5.2)."""
     g = torch.Generator().manual_seed(seed)
-    v = [torch.randn(p.shape, generator=g, dtype=p.dtype) for p in params]
+    v = [torch.randn(p.shape, generator=g, dtype=p.dtype).to(p.device) for p in params]
     lam = 0.0
     for _ in range(iters):
         norm = torch.sqrt(sum((x * x).sum() for x in v))

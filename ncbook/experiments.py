@@ -16,7 +16,7 @@ from .bounds import kappa, ntk_op_norm, op_norm, product
 from .data import load_data
 from .nets import MLP, Ensemble, SmoothLeakyReLU
 from .stability import gd_phases, gd_with_sharpness
-from .train import History, TrainConfig, train, train_ensemble
+from .train import History, TrainConfig, part_checkpoint, train, train_ensemble
 
 
 class OneSeed:
@@ -181,8 +181,8 @@ def run_head_depth(cfg: HeadDepth, device: str = "cpu", progress: bool = True,
     depth are NaN."""
     runs = []
     for depth in cfg.depths:
-        ckpt = None if checkpoint is None else checkpoint.with_suffix(f".L{depth}.pt")
-        runs.append(run_mlp_collapse(cfg.collapse_config(depth), device, progress, ckpt))
+        runs.append(run_mlp_collapse(cfg.collapse_config(depth), device, progress,
+                                     part_checkpoint(checkpoint, f"L{depth}")))
     out = {"depths": np.array(cfg.depths), "weight_decays": np.array(cfg.weight_decays), "steps": runs[0]["steps"]}
     out["loss"] = np.stack([r["loss"][0] for r in runs])
     out["train_error"] = np.stack([r["train_error"][0] for r in runs])
@@ -192,9 +192,6 @@ def run_head_depth(cfg: HeadDepth, device: str = "cpu", progress: bool = True,
             most = max(r[name].shape[-1] for r in runs)
             out[name] = np.stack([np.pad(r[name][0], ((0, 0), (0, 0), (0, most - r[name].shape[-1])),
                                          constant_values=np.nan) for r in runs])
-    if checkpoint is not None:
-        for depth in cfg.depths:
-            checkpoint.with_suffix(f".L{depth}.pt").unlink(missing_ok=True)
     return out
 
 
@@ -243,7 +240,7 @@ def run_head_bounds(cfg: HeadBounds, device: str = "cpu", progress: bool = True,
         ens = Ensemble(models)
         cfgs = [TrainConfig(steps=cfg.steps, lr=cfg.lr, weight_decay=wd, lr_drops=cfg.lr_drops,
                             record_every=cfg.record_every) for wd in cfg.weight_decays]
-        ckpt = None if checkpoint is None else checkpoint.with_suffix(f".L{depth}.pt")
+        ckpt = part_checkpoint(checkpoint, f"L{depth}")
         hists = train_ensemble(ens, X, y, cfgs, seed=cfg.seed, checkpoint=ckpt,
                                checkpoint_every=max(1, cfg.steps // 10), progress=progress)
         rows = {name: [] for name in out}
@@ -258,12 +255,17 @@ def run_head_bounds(cfg: HeadBounds, device: str = "cpu", progress: bool = True,
             rows["train_error"].append(hist.train_error)
         for name in out:
             out[name].append(rows[name])
-        if ckpt is not None:
-            ckpt.unlink(missing_ok=True)
     arrays = {name: np.array(v, dtype=np.float64) for name, v in out.items()}
     arrays.update(depths=np.array(cfg.depths), weight_decays=np.array(cfg.weight_decays),
                   steps=np.array(hists[0].steps))
     return arrays
+
+
+def _small_digits(cfg, device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """``cfg.per_class`` digits per class in float64, times ``cfg.input_scale`` (the digits come standardised, to
+    std 1; the GD experiments of chapters 6-7 scale them down to std 1/16, which keeps their learning rates stable)."""
+    X, y = load_data("digits", cfg.per_class, 0, device, torch.float64)
+    return X * cfg.input_scale, y
 
 
 @dataclass(frozen=True)
@@ -277,6 +279,7 @@ class GDPhases(OneSeed):
     gamma: float = 0.1
     beta: float = 1.0
     per_class: int = 10
+    input_scale: float = 1 / 16
     lrs: tuple[float, ...] = (0.005, 0.01)
     weight_decays: tuple[float, ...] = (0.02, 0.05, 0.1)
     steps: int = 8000
@@ -289,15 +292,15 @@ def run_gd_phases(cfg: GDPhases, device: str = "cpu", progress: bool = True,
     """Arrays [lr, weight decay, record] (losses, ||grad C_0||^2) and [lr, weight decay, record, pair]
     (balancedness of each pair of linear layers), plus the largest recursion residual."""
 
-    X, y = load_data("digits", cfg.per_class, 0, device, torch.float64)
-    X = X / 16                                                   # pixels in [0, 1]
+    X, y = _small_digits(cfg, device)
     runs = []
     for lr in cfg.lrs:
         row = []
         for wd in cfg.weight_decays:
             torch.manual_seed(cfg.seed)
-            model = MLP(list(cfg.widths), cfg.num_nonlinear, activation=SmoothLeakyReLU(cfg.gamma, cfg.beta)).double()
-            row.append(gd_phases(model, X, y, lr, wd, cfg.steps, cfg.every, progress))
+            model = MLP(list(cfg.widths), cfg.num_nonlinear, activation=SmoothLeakyReLU(cfg.gamma, cfg.beta))
+            row.append(gd_phases(model.double().to(device), X, y, lr, wd, cfg.steps, cfg.every, progress,
+                                 part_checkpoint(checkpoint, f"lr{lr:g}-wd{wd:g}")))
         runs.append(row)
     out = {name: np.array([[r[name] for r in row] for row in runs]) for name in runs[0][0] if name != "step"}
     out.update(step=runs[0][0]["step"], lrs=np.array(cfg.lrs), weight_decays=np.array(cfg.weight_decays))
@@ -312,6 +315,7 @@ class EdgeOfStability(OneSeed):
     widths: tuple[int, ...] = (64, 64, 32, 32, 32, 10)
     num_nonlinear: int = 2
     per_class: int = 10
+    input_scale: float = 1 / 16
     lrs: tuple[float, ...] = (0.01, 0.02, 0.05)
     weight_decay: float = 1e-3
     steps: int = 3000
@@ -325,13 +329,13 @@ def run_edge_of_stability(cfg: EdgeOfStability, device: str = "cpu", progress: b
     """Arrays [lr, step] (loss), [lr, record] (sharpness), and for each run the final kappa of the products
     W_{L:l} of the linear head, [lr, l]."""
 
-    X, y = load_data("digits", cfg.per_class, 0, device, torch.float64)
-    X = X / 16
+    X, y = _small_digits(cfg, device)
     loss, sharp, kappas = [], [], []
     for lr in cfg.lrs:
         torch.manual_seed(cfg.seed)
-        model = MLP(list(cfg.widths), cfg.num_nonlinear).double()
-        out = gd_with_sharpness(model, X, y, lr, cfg.weight_decay, cfg.steps, cfg.every, cfg.power_iters, progress)
+        model = MLP(list(cfg.widths), cfg.num_nonlinear).double().to(device)
+        out = gd_with_sharpness(model, X, y, lr, cfg.weight_decay, cfg.steps, cfg.every, cfg.power_iters, progress,
+                                part_checkpoint(checkpoint, f"lr{lr:g}"))
         loss.append(out["loss"])
         sharp.append(out["sharpness"])
         W = out["weights"]
@@ -341,18 +345,18 @@ def run_edge_of_stability(cfg: EdgeOfStability, device: str = "cpu", progress: b
 
 
 def run_trained_ntk(cfg: EdgeOfStability, device: str = "cpu", progress: bool = True,
-                    checkpoint: object = None) -> dict[str, np.ndarray]:
-    """Prop. 5.3 on trained networks: the networks of ``edge_of_stability`` trained again the same way (no
-    checkpoint: a few seconds each), then per learning rate ||Theta||_op (exact NTK), the final sharpness, s_1 and
-    s_K of Z_L, the largest operator norm r of a linear layer and kappa(W_{L:l}) for every linear layer l, [lr, l]."""
-    X, y = load_data("digits", cfg.per_class, 0, device, torch.float64)
-    X = X / 16                                                       # as run_edge_of_stability
+                    checkpoint: Path | None = None) -> dict[str, np.ndarray]:
+    """Prop. 5.3 on trained networks: the networks of ``edge_of_stability`` trained again the same way, then per
+    learning rate ||Theta||_op (exact NTK), the final sharpness, s_1 and s_K of Z_L, the largest operator norm r of
+    a linear layer and kappa(W_{L:l}) for every linear layer l, [lr, l]."""
+    X, y = _small_digits(cfg, device)
     K = cfg.widths[-1]
     rows = []
     for lr in cfg.lrs:
         torch.manual_seed(cfg.seed)
-        model = MLP(list(cfg.widths), cfg.num_nonlinear).double()
-        out = gd_with_sharpness(model, X, y, lr, cfg.weight_decay, cfg.steps, cfg.steps, cfg.power_iters, progress)
+        model = MLP(list(cfg.widths), cfg.num_nonlinear).double().to(device)
+        out = gd_with_sharpness(model, X, y, lr, cfg.weight_decay, cfg.steps, cfg.steps, cfg.power_iters, progress,
+                                part_checkpoint(checkpoint, f"lr{lr:g}"))
         with torch.no_grad():
             for layer, W in zip(model.layers, out["weights"]):
                 layer.weight.copy_(W)

@@ -527,7 +527,7 @@ def plot_blur(result: dict, blurred: tuple[int, ...], seed: int = 0) -> Figure:
     """Tirer et al. Fig. 6: per-class NC1 of the deepest features over training, for the clean baseline and for each
     last-layer weight decay on the data with blurred classes (thick lines), one seed."""
     x = result["epochs"]
-    titles = ["clean data, baseline"] + [f"blurred, last-layer WD {float(w):g}" for w in result["last_decays"]]
+    titles = ["clean data, baseline"] + [f"blurred, last-layer WD {float(w):g}" for w in result["weight_decays_last"]]
     fig, axes = panels(len(titles), 2.6, sharey=True)
     for ax, s, title in zip(axes, range(len(titles)), titles):
         per = result["nc1_per_class"][s, seed]

@@ -18,11 +18,7 @@ import torch
 from . import data
 from .data import load_data
 from .nets import MLP, BackboneHead, BlockMLP, Ensemble, resnet_backbone
-from .train import History, TrainConfig, train_ensemble, train_module
-
-
-def _ckpt(checkpoint: Path | None, tag: str) -> Path | None:
-    return None if checkpoint is None else checkpoint.with_suffix(f".{tag}.pt")
+from .train import History, TrainConfig, part_checkpoint, train_ensemble, train_module
 
 
 def _stack_histories(hists: list[History], shape: tuple[int, ...]) -> dict[str, np.ndarray]:
@@ -107,7 +103,7 @@ def run_head_depth_sweep(cfg: HeadDepthSweep, device: str = "cpu", progress: boo
         cfgs = [TrainConfig(steps=cfg.steps, lr=cfg.lr, weight_decay=wd, momentum=cfg.momentum,
                             batch_size=cfg.batch_size, lr_drops=cfg.lr_drops, record_every=cfg.record_every)
                 for _ in cfg.seeds for wd in cfg.weight_decays]
-        hists = train_ensemble(ens, X, y, cfgs, seed=cfg.seeds[0], checkpoint=_ckpt(checkpoint, f"L{depth}"),
+        hists = train_ensemble(ens, X, y, cfgs, seed=cfg.seeds[0], checkpoint=part_checkpoint(checkpoint, f"L{depth}"),
                                checkpoint_every=max(1, cfg.steps // 10), progress=progress)
         runs.append(_stack_histories(hists, (len(cfg.seeds), len(cfg.weight_decays))))
     out = {"depths": np.array(cfg.depths), "seeds": np.array(cfg.seeds), "weight_decays": np.array(cfg.weight_decays),
@@ -164,7 +160,7 @@ def run_resnet_head_depth(cfg: ResNetHeadDepth, device: str = "cpu", progress: b
                                  batch_size=cfg.batch_size, lr_drops=cfg.lr_drops,
                                  record_every=cfg.record_every_epochs * per_epoch)
                 hists.append(train_module(model, X, y, tc, seed=seed, progress=progress,
-                                          checkpoint=_ckpt(checkpoint, f"L{depth}-{seed}-{wd:g}"),
+                                          checkpoint=part_checkpoint(checkpoint, f"L{depth}-{seed}-{wd:g}"),
                                           checkpoint_every=max(1, tc.steps // 10)))
         runs.append(_stack_histories(hists, (len(cfg.seeds), len(cfg.weight_decays))))
     out = {"depths": np.array(cfg.depths), "seeds": np.array(cfg.seeds), "weight_decays": np.array(cfg.weight_decays),
@@ -183,7 +179,7 @@ def run_resnet_head_depth(cfg: ResNetHeadDepth, device: str = "cpu", progress: b
 @dataclass(frozen=True)
 class NonlinearDepthSweep:
     """MLPs of L1 ReLU layers (every L1 in ``depths``) and ``num_linear`` linear layers, weight decay
-    ``total_decay`` / L (L = L1 + num_linear), two learning rates, several seeds (Jacot et al. Sec. 6, Fig. 3).
+    ``weight_decay_total`` / L (L = L1 + num_linear), two learning rates, several seeds (Jacot et al. Sec. 6, Fig. 3).
     Balancedness and negativity of the non-linear layers past the ``backbone`` first ones are what it measures."""
 
     dataset: str = "mnist5k"
@@ -192,7 +188,7 @@ class NonlinearDepthSweep:
     num_linear: int = 3
     backbone: int = 2
     width: int = 64
-    total_decay: float = 0.016
+    weight_decay_total: float = 0.016
     lrs: tuple[float, ...] = (0.01, 0.02)
     seeds: tuple[int, ...] = (0, 1, 2)
     steps: int = 2000
@@ -223,10 +219,10 @@ def run_nonlinear_depth_sweep(cfg: NonlinearDepthSweep, device: str = "cpu", pro
         per_lr = []
         for lr in cfg.lrs:
             ens = _mlp_ensemble(widths, L1, cfg.seeds, 1, device, torch.float32, cfg.init)
-            tc = TrainConfig(steps=cfg.steps, lr=lr, weight_decay=cfg.total_decay / L, momentum=cfg.momentum,
+            tc = TrainConfig(steps=cfg.steps, lr=lr, weight_decay=cfg.weight_decay_total / L, momentum=cfg.momentum,
                              batch_size=cfg.batch_size, lr_drops=cfg.lr_drops, record_every=cfg.record_every)
             hists = train_ensemble(ens, X, y, [tc] * len(cfg.seeds), seed=cfg.seeds[0],
-                                   checkpoint=_ckpt(checkpoint, f"L{L1}-lr{lr:g}"),
+                                   checkpoint=part_checkpoint(checkpoint, f"L{L1}-lr{lr:g}"),
                                    checkpoint_every=max(1, cfg.steps // 10), progress=progress)
             per_lr.append(_stack_histories(hists, (len(cfg.seeds),)))
         runs.append({"steps": per_lr[0]["steps"]} | {k: np.stack([r[k] for r in per_lr]) for k in per_lr[0]
@@ -312,14 +308,14 @@ class TirerSGD:
     """What Tirer et al.'s App. E.2 experiments share: the data, the network (``arch="mlp"``: an MLP with ``hidden``
     bias-free ReLU layers, its settings trained together as one ensemble, weight decay on the weights;
     ``arch="resnet18"``: the paper's ResNet18, PyTorch weight decay on every parameter), the feature-layer weight
-    decay ``base_decay``, and SGD (momentum, batch ``batch_size``, lr divided by 10 at each fraction of ``lr_drops``)
+    decay ``weight_decay``, and SGD (momentum, batch ``batch_size``, lr divided by 10 at each fraction of ``lr_drops``)
     with NC metrics of every layer every ``record_every_epochs`` epochs."""
 
     dataset: str = "mnist5k"
     per_class: int | None = 500
     arch: str = "mlp"
     hidden: tuple[int, ...] = (256, 256, 256)
-    base_decay: float = 5e-4
+    weight_decay: float = 5e-4
     seeds: tuple[int, ...] = (0, 1, 2)
     epochs: int = 100
     batch_size: int = 128
@@ -361,7 +357,7 @@ class WeightDecayAblation(TirerSGD):
             raise ValueError(f"losses must be among 'mse', 'ce', got {self.losses}")
 
     def train_configs(self, num_samples: int, loss: str) -> list[TrainConfig]:
-        return [self.train_config(num_samples, loss, h, w) for h, w in ablation_decays(self.base_decay)]
+        return [self.train_config(num_samples, loss, h, w) for h, w in ablation_decays(self.weight_decay)]
 
 
 def _image_data(dataset: str, per_class: int | None, device: str, data_root: str, download: bool, flatten: bool):
@@ -381,14 +377,14 @@ def _train_settings(arch: str, hidden: tuple[int, ...], X, y, cfgs: list[TrainCo
     if arch == "mlp":
         ens = _mlp_ensemble([X.shape[1], *hidden, 10], len(hidden), (seed,), len(cfgs), device, torch.float32,
                             last_bias=last_bias)
-        return train_ensemble(ens, X, y, cfgs, seed=seed, checkpoint=_ckpt(checkpoint, tag),
+        return train_ensemble(ens, X, y, cfgs, seed=seed, checkpoint=part_checkpoint(checkpoint, tag),
                               checkpoint_every=max(1, cfgs[0].steps // 10), progress=progress)
     hists = []
     for i, c in enumerate(cfgs):
         torch.manual_seed(seed)
         backbone, dim = resnet_backbone(18, X.shape[1], 64)
         model = BackboneHead(backbone, dim, [10], 0, last_bias=last_bias).to(device)
-        hists.append(train_module(model, X, y, c, seed=seed, checkpoint=_ckpt(checkpoint, f"{tag}-{i}"),
+        hists.append(train_module(model, X, y, c, seed=seed, checkpoint=part_checkpoint(checkpoint, f"{tag}-{i}"),
                                   checkpoint_every=max(1, c.steps // 20), progress=progress))
     return hists
 
@@ -406,7 +402,7 @@ def run_weight_decay_ablation(cfg: WeightDecayAblation, device: str = "cpu", pro
         parts.append(_stack_histories(hists, (len(cfg.seeds), len(ABLATIONS))))
     out = {k: np.stack([p[k] for p in parts]) for k in parts[0] if k != "steps"}
     return out | {"steps": parts[0]["steps"], "epochs": parts[0]["steps"] / cfg.steps_per_epoch(len(y)),
-                  "seeds": np.array(cfg.seeds), "decays": np.array(ablation_decays(cfg.base_decay))}
+                  "seeds": np.array(cfg.seeds), "weight_decays": np.array(ablation_decays(cfg.weight_decay))}
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -416,13 +412,14 @@ def run_weight_decay_ablation(cfg: WeightDecayAblation, device: str = "cpu", pro
 @dataclass(frozen=True)
 class BlurredClasses(TirerSGD):
     """Tirer et al. App. E.2, Fig. 6: the baseline on clean data, and the same training on data whose classes
-    ``blurred`` are blurred by a ``blur`` x ``blur`` uniform kernel, with last-layer weight decays ``last_decays``
-    (the feature layers keep ``base_decay``); per-class NC1, NC1, NC2 and NC3 of the deepest features."""
+    ``blurred`` are blurred by a ``blur`` x ``blur`` uniform kernel, with last-layer weight decays
+    ``weight_decays_last`` (the feature layers keep ``weight_decay``); per-class NC1, NC1, NC2 and NC3 of the deepest
+    features."""
 
     loss: str = "ce"
     blurred: tuple[int, ...] = (4, 9)
     blur: int = 9
-    last_decays: tuple[float, ...] = (5e-4, 5e-5, 0.0)
+    weight_decays_last: tuple[float, ...] = (5e-4, 5e-5, 0.0)
 
     def __post_init__(self):
         super().__post_init__()
@@ -438,18 +435,18 @@ def run_blurred_classes(cfg: BlurredClasses, device: str = "cpu", progress: bool
     Xb = data.blur_classes(X, y, cfg.blurred, cfg.blur)
     if cfg.arch == "mlp":
         X, Xb = X.reshape(len(X), -1), Xb.reshape(len(Xb), -1)
-    def setting(last_decay: float | None) -> TrainConfig:
-        return cfg.train_config(len(y), cfg.loss, cfg.base_decay, last_decay)
+    def setting(weight_decay_last: float | None) -> TrainConfig:
+        return cfg.train_config(len(y), cfg.loss, cfg.weight_decay, weight_decay_last)
 
     clean, blurred = [], []
     for seed in cfg.seeds:
         clean += _train_settings(cfg.arch, cfg.hidden, X, y, [setting(None)], seed, device, progress, checkpoint,
                                  f"clean-{seed}")
-        blurred += _train_settings(cfg.arch, cfg.hidden, Xb, y, [setting(w) for w in cfg.last_decays], seed, device,
-                                   progress, checkpoint, f"blur-{seed}")
+        blurred += _train_settings(cfg.arch, cfg.hidden, Xb, y, [setting(w) for w in cfg.weight_decays_last], seed,
+                                   device, progress, checkpoint, f"blur-{seed}")
     S = len(cfg.seeds)
     a = _stack_histories(clean, (1, S))
-    b = _stack_histories(blurred, (S, len(cfg.last_decays)))
+    b = _stack_histories(blurred, (S, len(cfg.weight_decays_last)))
     out = {k: np.concatenate([a[k], np.swapaxes(b[k], 0, 1)]) for k in a if k != "steps"}
     return out | {"steps": a["steps"], "epochs": a["steps"] / cfg.steps_per_epoch(len(y)),
-                  "seeds": np.array(cfg.seeds), "last_decays": np.array(cfg.last_decays)}
+                  "seeds": np.array(cfg.seeds), "weight_decays_last": np.array(cfg.weight_decays_last)}

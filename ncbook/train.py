@@ -1,11 +1,23 @@
 """Training: gradient descent (full batch or minibatch, optional momentum) on the MSE or cross-entropy loss with
 weight decay per parameter group, step learning-rate drops, NC metrics recorded along the way, divergence
-detection, and checkpoints from which a killed run resumes to the identical result."""
+detection, and checkpoints from which a killed run resumes to the identical result.
+
+The loss convention, stated once for the whole package. Every objective is
+
+    C_lambda(theta) = data_loss(Z_L, Y) + sum_l (lambda_l / 2) ||W_l||_F^2,
+
+and ``weight_decay`` always means lambda in it (never PyTorch's "decoupled" variant). The square loss is
+(1/2) ||Z_L - Y||_F^2 summed over the samples (``reduction="sum"``, the form of Jacot et al.'s theorems, used by
+the GD experiments of :mod:`ncbook.stability` that check them) or averaged over the N samples (``"mean"``,
+PyTorch's form, used by every trainer here). The two are one objective: (lambda, lr) under "mean" is
+(N lambda, lr / N) under "sum", step for step.
+"""
 
 from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -20,12 +32,54 @@ from .cache import atomic_write
 from .nets import MLP, Ensemble
 
 
+def bars_enabled(enabled: bool = True) -> bool:
+    """Whether to show progress bars: not when ``enabled`` is False or the environment sets TQDM_DISABLE=1 (as
+    `make execute` and `make test` do, so that executed notebooks hold no progress-bar widgets)."""
+    return enabled and os.environ.get("TQDM_DISABLE", "").lower() not in ("1", "true", "yes")
+
+
 def progress_bar(iterable, enabled: bool = True, **kwargs):
-    """A tqdm progress bar over ``iterable``, unless ``enabled`` is False or the environment sets TQDM_DISABLE=1
-    (as `make execute` and `make test` do, so that executed notebooks hold no progress-bar widgets)."""
-    if not enabled or os.environ.get("TQDM_DISABLE", "").lower() in ("1", "true", "yes"):
-        return iterable
-    return tqdm(iterable, **kwargs)
+    """A tqdm progress bar over ``iterable`` when :func:`bars_enabled`, else ``iterable`` itself."""
+    return tqdm(iterable, **kwargs) if bars_enabled(enabled) else iterable
+
+
+def run_steps(steps: int, update: Callable[[int], None], measure: Callable[[int], None],
+              measured: Callable[[int], bool] = lambda step: True, start: int = 0,
+              save: Callable[[int], None] | None = None, save_every: int = 500, progress: bool = True,
+              desc: str = "train") -> None:
+    """The loop of every trainer and GD experiment in ncbook: at each step from ``start`` to ``steps``, first
+    ``measure(step)`` where ``measured(step)`` (record metrics, check for divergence), then, before the last step,
+    ``update(step)`` (one optimisation step) and, every ``save_every`` updates, ``save(step + 1)`` (a checkpoint from
+    which the loop restarts with ``start = step + 1``). The progress bar counts updates, so it completes."""
+    bar = tqdm(total=steps, initial=start, desc=desc, leave=False, disable=not bars_enabled(progress))
+    for step in range(start, steps + 1):
+        if measured(step):
+            measure(step)
+        if step == steps:
+            break
+        update(step)
+        bar.update()
+        if save is not None and (step + 1) % save_every == 0:
+            save(step + 1)
+    bar.close()
+
+
+def save_checkpoint(path: Path, state: dict) -> None:
+    """Write a checkpoint (tensors, numbers, lists and dicts of them) atomically."""
+    atomic_write(Path(path), lambda tmp: torch.save(state, tmp))
+
+
+def part_checkpoint(checkpoint: Path | None, part: str) -> Path | None:
+    """The checkpoint of one part of a multi-part run, beside the run's own (the runner removes them all once the
+    result is stored)."""
+    return None if checkpoint is None else checkpoint.with_suffix(f".{part}.pt")
+
+
+def load_checkpoint(path: Path | None) -> dict | None:
+    """The checkpoint at ``path``, or None if there is none; loaded with ``weights_only=True``, never unpickled."""
+    if path is None or not Path(path).exists():
+        return None
+    return torch.load(path, weights_only=True)
 
 
 @dataclass(frozen=True)
@@ -82,6 +136,7 @@ class TrainConfig:
         return self.lr * self.lr_drop_factor ** sum(step >= round(f * self.steps) for f in self.lr_drops)
 
     def decay_of(self, layer: int, num_layers: int) -> float:
+        """The weight decay lambda_l of layer ``layer`` (0-based) of ``num_layers``."""
         last = self.weight_decay if self.weight_decay_last is None else self.weight_decay_last
         return last if layer == num_layers - 1 else self.weight_decay
 
@@ -110,18 +165,24 @@ def one_hot_targets(labels: torch.Tensor, num_classes: int, dtype: torch.dtype =
     return torch.nn.functional.one_hot(labels, num_classes).to(dtype)
 
 
+def square_loss(outputs: torch.Tensor, targets: torch.Tensor,
+                reduction: Literal["mean", "sum"] = "mean") -> torch.Tensor:
+    """(1/2) ||Z_L - Y||_F^2, summed over the samples or averaged over them (the convention in the module
+    docstring; Jacot et al. Sec. 4 write the sum)."""
+    total = 0.5 * ((outputs - targets) ** 2).sum()
+    return total / len(targets) if reduction == "mean" else total
+
+
 def data_loss(outputs: torch.Tensor, labels: torch.Tensor, kind: str = "mse") -> torch.Tensor:
-    """MSE: (1/2N) ||Z_L - Y||_F^2 (Jacot et al. Sec. 4); CE: mean cross-entropy."""
+    """The trainers' data loss: MSE :func:`square_loss` against one-hot targets, averaged; CE: mean cross-entropy."""
     if kind == "ce":
         return torch.nn.functional.cross_entropy(outputs, labels)
-    return 0.5 * ((outputs - one_hot_targets(labels, outputs.shape[1], outputs.dtype)) ** 2).sum() / len(labels)
+    return square_loss(outputs, one_hot_targets(labels, outputs.shape[1], outputs.dtype))
 
 
-def weight_penalty(weights: list[torch.Tensor], cfg: TrainConfig) -> torch.Tensor:
-    """sum_l (lambda_l / 2) ||W_l||_F^2 over the weight matrices (biases are not decayed); with the MSE data loss
-    this is the regularised objective C_lambda of Jacot et al. Sec. 4."""
-    L = len(weights)
-    return sum(0.5 * cfg.decay_of(i, L) * (W ** 2).sum() for i, W in enumerate(weights))
+def weight_penalty(weights: list[torch.Tensor], weight_decay: float) -> torch.Tensor:
+    """(lambda / 2) sum_l ||W_l||_F^2, the regulariser of C_lambda (Jacot et al. Sec. 4) for one lambda."""
+    return 0.5 * weight_decay * sum((W * W).sum() for W in weights)
 
 
 PER_LAYER_METRICS = ("nc1_trace_ratio", "nc1_pinv", "nc2_condition_number", "nc2_etf_distance", "balancedness",
@@ -181,7 +242,7 @@ def _record(hist: History, outputs: torch.Tensor, loss: torch.Tensor, step: int,
         hist.layers.setdefault(name, []).append(vals)
 
 
-def _check_finite(loss: torch.Tensor, step: int, lr: float, params=()) -> None:
+def check_finite(loss: torch.Tensor, step: int, lr: float, params=()) -> None:
     """Stop a diverged run, naming the step: the loss (checked every step) or a parameter (checked whenever metrics
     are recorded) is NaN or infinite."""
     if not bool(torch.isfinite(loss).all()):
@@ -219,13 +280,6 @@ def train(model: MLP, x: torch.Tensor, labels: torch.Tensor, cfg: TrainConfig, s
     return hist
 
 
-def train_full_batch(model: MLP, x: torch.Tensor, labels: torch.Tensor, steps: int, lr: float,
-                     weight_decay: float, record_every: int = 50, progress: bool = True) -> History:
-    """Full-batch gradient descent with weight decay on the regularised MSE loss (a shortcut for :func:`train`)."""
-    return train(model, x, labels, TrainConfig(steps=steps, lr=lr, weight_decay=weight_decay,
-                                               record_every=record_every), progress=progress)
-
-
 def train_ensemble(ens: Ensemble, x: torch.Tensor, labels: torch.Tensor, cfgs: list[TrainConfig], seed: int = 0,
                    checkpoint: Path | None = None, checkpoint_every: int = 500,
                    progress: bool = True) -> list[History]:
@@ -253,8 +307,7 @@ def train_ensemble(ens: Ensemble, x: torch.Tensor, labels: torch.Tensor, cfgs: l
     decay_grad = [torch.empty_like(W) for W in ens.weights]   # lambda_ml W_ml, written in place every step
     gen = torch.Generator().manual_seed(seed)
     hists, start = [History() for _ in range(M)], 0
-    if checkpoint is not None and Path(checkpoint).exists():
-        state = torch.load(checkpoint, weights_only=True)
+    if (state := load_checkpoint(checkpoint)) is not None:
         with torch.no_grad():
             for p, saved in zip(params, state["parameters"]):
                 p.copy_(saved)
@@ -279,26 +332,23 @@ def train_ensemble(ens: Ensemble, x: torch.Tensor, labels: torch.Tensor, cfgs: l
         norms = torch.stack([(W ** 2).sum((1, 2)) for W in ens.weights], dim=1)
         return fit(out, yb) + 0.5 * (decay * norms).sum(1)
 
-    desc = f"train lambda={cfg.weight_decay:g}" if M == 1 else f"train {M} models together"
-    for step in progress_bar(range(start, cfg.steps + 1), progress, initial=start, total=cfg.steps + 1, desc=desc,
-                             leave=False):
-        if cfg.records(step):
-            with torch.no_grad():
-                feats, pre = ens.forward_features(x, preactivations=True)
-                full = objective(feats[-1], labels)
-                _check_finite(full, step, cfg.lr_at(step), ens.parameters())
-                for m, hist in enumerate(hists):
-                    _record(hist, feats[-1][m], full[m], step, labels, [f[m] for f in feats],
-                            [W[m] for W in ens.weights], [None if p is None else p[m] for p in pre])
-        if step == cfg.steps:
-            break
+    def measure(step: int) -> None:
+        with torch.no_grad():
+            feats, pre = ens.forward_features(x, preactivations=True)
+            full = objective(feats[-1], labels)
+            check_finite(full, step, cfg.lr_at(step), ens.parameters())
+            for m, hist in enumerate(hists):
+                _record(hist, feats[-1][m], full[m], step, labels, [f[m] for f in feats],
+                        [W[m] for W in ens.weights], [None if p is None else p[m] for p in pre])
+
+    def update(step: int) -> None:
         if cfg.batch_size is None or cfg.batch_size >= N:
             xb, yb = x, labels
         else:
             idx = torch.randperm(N, generator=gen)[:cfg.batch_size].to(x.device)
             xb, yb = x.index_select(0, idx), labels[idx]
         loss = fit(ens(xb), yb).sum()      # the models share no parameter: each gets its own gradient
-        _check_finite(loss.detach(), step, cfg.lr_at(step))
+        check_finite(loss.detach(), step, cfg.lr_at(step))
         for p in params:
             p.grad = None
         loss.backward()
@@ -307,10 +357,13 @@ def train_ensemble(ens: Ensemble, x: torch.Tensor, labels: torch.Tensor, cfgs: l
                 torch.mul(W, lam, out=dW)
             torch._foreach_add_([W.grad for W in ens.weights], decay_grad)
             momentum_step(params, [p.grad for p in params], velocity, cfg.lr_at(step), cfg.momentum)
-        if checkpoint is not None and (step + 1) % checkpoint_every == 0:
-            state = {"step": step + 1, "parameters": [p.detach() for p in params], "velocity": velocity,
-                     "generator": gen.get_state(), "histories": [asdict(h) for h in hists]}
-            atomic_write(Path(checkpoint), lambda tmp, state=state: torch.save(state, tmp))
+
+    def save(step: int) -> None:
+        save_checkpoint(checkpoint, {"step": step, "parameters": [p.detach() for p in params], "velocity": velocity,
+                                     "generator": gen.get_state(), "histories": [asdict(h) for h in hists]})
+
+    run_steps(cfg.steps, update, measure, cfg.records, start, None if checkpoint is None else save, checkpoint_every,
+              progress, f"train lambda={cfg.weight_decay:g}" if M == 1 else f"train {M} models together")
     return hists
 
 
@@ -346,39 +399,37 @@ def train_module(model: nn.Module, x: torch.Tensor, labels: torch.Tensor, cfg: T
         opt = torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum)
     gen = torch.Generator().manual_seed(seed)
     hist, start, N = History(), 0, len(labels)
-    if checkpoint is not None and Path(checkpoint).exists():
-        state = torch.load(checkpoint, weights_only=True)
+    if (state := load_checkpoint(checkpoint)) is not None:
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
         gen.set_state(state["generator"])
         hist, start = History(**state["history"]), int(state["step"])
 
-    def penalty() -> torch.Tensor:
-        return sum(0.5 * g["weight_decay"] * sum((p ** 2).sum() for p in g["params"]) for g in groups)
+    def measure(step: int) -> None:
+        model.eval()
+        with torch.no_grad():
+            feats, pre = _features_in_batches(model, x, eval_batch)
+            full = data_loss(feats[-1], labels, cfg.loss) + sum(weight_penalty(g["params"], g["weight_decay"])
+                                                                for g in groups)
+            check_finite(full, step, cfg.lr_at(step), params)
+            _record(hist, feats[-1], full, step, labels, feats, model.weights, pre)
 
-    for step in progress_bar(range(start, cfg.steps + 1), progress, initial=start, total=cfg.steps + 1,
-                             desc=f"train {type(model).__name__}", leave=False):
-        if cfg.records(step):
-            model.eval()
-            with torch.no_grad():
-                feats, pre = _features_in_batches(model, x, eval_batch)
-                full = data_loss(feats[-1], labels, cfg.loss) + penalty()
-                _check_finite(full, step, cfg.lr_at(step), params)
-                _record(hist, feats[-1], full, step, labels, feats, model.weights, pre)
-        if step == cfg.steps:
-            break
+    def update(step: int) -> None:
         model.train()
         idx = torch.randperm(N, generator=gen)[:cfg.batch_size or N].to(x.device)
         loss = data_loss(model(x[idx]), labels[idx], cfg.loss)
-        _check_finite(loss.detach(), step, cfg.lr_at(step))
+        check_finite(loss.detach(), step, cfg.lr_at(step))
         for group in opt.param_groups:
             group["lr"] = cfg.lr_at(step)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-        if checkpoint is not None and (step + 1) % checkpoint_every == 0:
-            state = {"step": step + 1, "model": model.state_dict(), "optimizer": opt.state_dict(),
-                     "generator": gen.get_state(), "history": asdict(hist)}
-            atomic_write(Path(checkpoint), lambda tmp, state=state: torch.save(state, tmp))
+
+    def save(step: int) -> None:
+        save_checkpoint(checkpoint, {"step": step, "model": model.state_dict(), "optimizer": opt.state_dict(),
+                                     "generator": gen.get_state(), "history": asdict(hist)})
+
+    run_steps(cfg.steps, update, measure, cfg.records, start, None if checkpoint is None else save, checkpoint_every,
+              progress, f"train {type(model).__name__}")
     model.eval()
     return hist

@@ -42,7 +42,8 @@ def test_learning_rate_drops_and_weight_decay_groups():
     X, y = problem()
     m = net(0)
     from ncbook.train import data_loss, weight_penalty
-    (data_loss(m(X), y) + weight_penalty(m.weights, cfg)).backward()
+    L = len(m.weights)
+    (data_loss(m(X), y) + sum(weight_penalty([W], cfg.decay_of(i, L)) for i, W in enumerate(m.weights))).backward()
     g_last = m.weights[-1].grad.clone()
     m.zero_grad()
     data_loss(m(X), y).backward()

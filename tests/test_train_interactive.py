@@ -15,7 +15,7 @@ from ncbook.experiments import MLPDemo
 from ncbook.interactive import MAX_HTML_BYTES, SliderFigure, label_html
 from ncbook.nets import MLP
 from ncbook.plotting import COLUMN_IN, MIN_FONT_PT, PAGE_DPI, page_png, panels
-from ncbook.train import TrainConfig, data_loss, layer_metrics, train_full_batch, weight_penalty
+from ncbook.train import TrainConfig, data_loss, layer_metrics, train, weight_penalty
 
 
 def test_mlp_layers_are_relu_then_linear():
@@ -39,9 +39,9 @@ def test_regularised_mse_matches_formula_and_gd_decreases_it():
     Y = torch.nn.functional.one_hot(y, 3).double()
     lam = 0.01
     direct = 0.5 * ((net(X) - Y) ** 2).sum() / 30 + 0.5 * lam * sum((w ** 2).sum() for w in net.parameters())
-    objective = data_loss(net(X), y) + weight_penalty(net.weights, TrainConfig(steps=1, lr=1.0, weight_decay=lam))
+    objective = data_loss(net(X), y) + weight_penalty(net.weights, lam)
     assert objective.item() == pytest.approx(direct.item(), rel=1e-14)
-    hist = train_full_batch(net, X, y, steps=200, lr=0.1, weight_decay=lam, record_every=50, progress=False)
+    hist = train(net, X, y, TrainConfig(steps=200, lr=0.1, weight_decay=lam, record_every=50), progress=False)
     assert hist.steps == [0, 50, 100, 150, 200]
     assert all(np.diff(hist.loss) < 0)                      # small-step GD decreases the loss it minimises
     assert hist.series("nc1_trace_ratio", -2)[-1] < hist.series("nc1_trace_ratio", -2)[0]
@@ -64,9 +64,9 @@ def test_divergence_is_reported_with_step_and_cause():
     X, y = data.gaussian_mixture(3, 10, 6, seed=1)
     net = MLP([6, 8, 8, 3], num_nonlinear=1).double()
     with pytest.raises(FloatingPointError, match=r"at step \d+.*lower the learning rate"):
-        train_full_batch(net, X * 100, y, steps=100, lr=10.0, weight_decay=0.0, progress=False)
+        train(net, X * 100, y, TrainConfig(steps=100, lr=10.0, weight_decay=0.0), progress=False)
     with pytest.raises(ValueError, match="lr must be > 0"):
-        train_full_batch(net, X, y, steps=10, lr=-1.0, weight_decay=0.0, progress=False)
+        train(net, X, y, TrainConfig(steps=10, lr=-1.0, weight_decay=0.0), progress=False)
 
 
 def test_demo_config_validates_lambda():
