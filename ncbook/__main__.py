@@ -26,6 +26,7 @@ from tqdm.auto import tqdm
 from . import cache
 from .registry import EXPERIMENTS, SCALES, get_experiment
 from .runner import (
+    Run,
     cached_current,
     check_stored,
     run_point,
@@ -153,16 +154,16 @@ def _cost_columns(cost: dict, name: str, tag: str) -> tuple[str, str]:
 
 def cmd_run(args) -> int:
     exp = get_experiment(args.name)
-    cfg_type = type(exp.config(args.scale))
+    cfg_type = exp.config_type(args.scale)
     overrides = parse_assignments(args.set or [], cfg_type, multi=False)
     if args.seeds:
         overrides.update(seed_override(exp, cfg_type, args.seeds))
     try:
-        exp.config(args.scale, **overrides)          # the configuration's own checks, before any work
+        run = Run.of(args.name, args.scale, **overrides)     # the configuration's own checks, before any work
     except ValueError as err:
         raise SystemExit(f"invalid settings for {args.name}: {err}") from None
     device = resolve_device(args.device)
-    done = cached_current(args.name, args.scale, **overrides)
+    done = cached_current(run)
     if done is not None and not args.force:
         print(f"{args.name} at scale {args.scale} is already cached and current: {done}\n"
               "(add --force to run it again, e.g. on another device)")
@@ -171,7 +172,7 @@ def cmd_run(args) -> int:
         print(f"note: the paper scale of {args.name} has the paper's own sizes and is meant for a GPU; on a CPU it "
               "may take days (a killed run resumes from its last checkpoint)", file=sys.stderr)
     try:
-        path, wall = run_point(args.name, args.scale, device, overrides, progress=True)
+        path, wall = run_point(run, device, progress=True)
     except FileNotFoundError as err:
         raise SystemExit(f"{err}\nFrom the command line: add --set data_root=PATH, or --set download=True "
                          "to fetch the data set there once.") from None
@@ -184,30 +185,31 @@ def cmd_run(args) -> int:
 
 def cmd_sweep(args) -> int:
     exp = get_experiment(args.name)
-    grid = parse_assignments(args.grid or [], type(exp.config(args.scale)), multi=True)
+    grid = parse_assignments(args.grid or [], exp.config_type(args.scale), multi=True)
     if not grid:
         raise SystemExit("sweep needs at least one --grid key=v1,v2")
     if args.workers < 1 or args.timeout_min < 1:
         raise SystemExit(f"--workers and --timeout-min must be >= 1, got {args.workers} and {args.timeout_min}")
-    points = [dict(zip(grid, vals)) for vals in itertools.product(*grid.values())]
-    for p in points:
+    points = []
+    for vals in itertools.product(*grid.values()):
+        p = dict(zip(grid, vals))
         try:
-            exp.config(args.scale, **p)
+            points.append(Run.of(args.name, args.scale, **p))
         except ValueError as err:
             raise SystemExit(f"invalid sweep point {p}: {err}") from None
     device = resolve_device(args.device)
     rows = [("point", "status", "wall time", "manifest")]
     if not args.force:       # cached, current points are kept, so an interrupted sweep picks up where it stopped
         for p in list(points):
-            done = cached_current(args.name, args.scale, **p)
+            done = cached_current(p)
             if done is not None:
-                rows.append((_label(p), "cached", "", str(done)))
+                rows.append((_label(p.overrides), "cached", "", str(done)))
                 points.remove(p)
     bar = tqdm(total=len(points), desc=f"sweep {args.name} ({len(points)} runs)")
     if args.executor == "process":
         # "spawn": forking a process whose OpenMP thread pool is already running deadlocks the children
         with ProcessPoolExecutor(max_workers=args.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {pool.submit(run_point, args.name, args.scale, _device_for(device, i), p,
+            futures = {pool.submit(run_point, p, _device_for(device, i),
                                    threads=_thread_share(device, min(args.workers, len(points)))): p
                        for i, p in enumerate(points)}
             for fut in as_completed(futures):
@@ -224,7 +226,7 @@ def cmd_sweep(args) -> int:
             executor.update_parameters(timeout_min=args.timeout_min, slurm_partition=args.partition,
                                        gpus_per_node=1 if device.startswith("cuda") else 0)
         concurrent = len(points) if args.executor == "submitit-local" else 1   # the local executor starts them all
-        jobs = [(p, executor.submit(run_point, args.name, args.scale, device, p,
+        jobs = [(p, executor.submit(run_point, p, device,
                                     threads=_thread_share(device, concurrent))) for p in points]
         for p, job in jobs:
             rows.append(_sweep_row(p, job))
@@ -255,12 +257,12 @@ def _label(point: dict) -> str:
     return ",".join(f"{k}={v}" for k, v in point.items())
 
 
-def _sweep_row(point: dict, fut) -> tuple[str, str, str, str]:
+def _sweep_row(run: Run, fut) -> tuple[str, str, str, str]:
     try:
         path, wall = fut.result()
-        return (_label(point), "ok", f"{wall:.1f} s", path)
+        return (_label(run.overrides), "ok", f"{wall:.1f} s", path)
     except Exception as err:  # report every failed point, keep the others
-        return (_label(point), f"failed: {err}", "", "")
+        return (_label(run.overrides), f"failed: {err}", "", "")
 
 
 def cmd_verify(_args) -> int:

@@ -51,9 +51,15 @@ class Experiment:
     scales: dict[str, object]
     notes: dict[str, str] = field(default_factory=dict)
 
-    def config(self, scale: str, **overrides) -> object:
+    def config_type(self, scale: str) -> type:
+        """The configuration class of a scale (its fields are the settings ``--set`` accepts)."""
         if scale not in self.scales:
             raise ValueError(f"experiment {self.name!r} has no scale {scale!r}; choose one of {sorted(self.scales)}")
+        return type(self.scales[scale])
+
+    def config(self, scale: str, **overrides) -> object:
+        """The configuration of a scale with ``overrides`` applied, checked by its own ``__post_init__``."""
+        self.config_type(scale)
         try:
             return replace(self.scales[scale], **overrides)
         except TypeError as err:

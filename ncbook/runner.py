@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -18,50 +18,74 @@ from . import cache
 from .registry import get_experiment
 
 
+@dataclass(frozen=True)
+class Run:
+    """One experiment at one scale with its overrides, planned once: the configuration (built and checked by
+    :meth:`of`), the result's tag and key, and the command that makes it."""
+
+    name: str
+    scale: str
+    overrides: dict
+    config: object
+    tag: str
+    key: str
+
+    @classmethod
+    def of(cls, name: str, scale: str = "cpu", **overrides) -> Run:
+        """Plan a run; an unknown experiment, scale or setting, or a setting its configuration refuses, raises
+        ValueError (KeyError for the experiment) before any work."""
+        exp = get_experiment(name)
+        cfg = exp.config(scale, **overrides)
+        return cls(name, scale, overrides, cfg, str(cache.Tag.of(scale, overrides)), exp.key(cfg))
+
+    @property
+    def command(self) -> str:
+        return regen_command(self.name, self.scale, self.overrides)
+
+    def checkpoint(self, root: Path | None = None) -> Path:
+        """Where the run saves its checkpoint (multi-part runs add ``.<part>`` before the suffix); a killed run
+        resumes from it when the same command is run again, with the same configuration and code (both in the key)."""
+        return (root or cache.RESULTS_DIR) / ".checkpoints" / f"{self.name}--{self.tag}--{self.key}.pt"
+
+
 def run_and_cache(name: str, scale: str, device: str = "cpu", progress: bool = True, root: Path | None = None,
-                  command: str = "", **overrides) -> Path:
+                  **overrides) -> Path:
     """Run one experiment at one scale and store its result (with provenance) in the cache."""
-    exp = get_experiment(name)
-    cfg = exp.config(scale, **overrides)
-    tag, key = str(cache.Tag.of(scale, overrides)), exp.key(cfg)
-    ckpt = _checkpoint_file(name, tag, key, root)
+    return execute(Run.of(name, scale, **overrides), device, progress, root)
+
+
+def execute(run: Run, device: str = "cpu", progress: bool = True, root: Path | None = None) -> Path:
+    """Run a planned :class:`Run` and store its result (with provenance) in the cache; the manifest's path."""
+    ckpt = run.checkpoint(root)
     ckpt.parent.mkdir(parents=True, exist_ok=True)
     left = _readable_checkpoints(ckpt)
     if left and progress:
-        print(f"{name}: resuming from the checkpoint{'s' * (len(left) > 1)} of a stopped run: "
+        print(f"{run.name}: resuming from the checkpoint{'s' * (len(left) > 1)} of a stopped run: "
               f"{', '.join(p.name for p in left)}", file=sys.stderr)
     t0 = time.perf_counter()
-    arrays = exp.run(cfg, device=device, progress=progress, checkpoint=ckpt)
-    prov = cache.provenance(device, list(getattr(cfg, "seeds", [])), time.perf_counter() - t0,
-                            command or f"{regen_command(name, scale, overrides)} --device {device}")
-    manifest = cache.save(name, tag, {"experiment": name, **asdict(cfg)}, key, arrays, prov, root,
-                          extra={"base_scale": scale, "overrides": overrides})
+    arrays = get_experiment(run.name).run(run.config, device=device, progress=progress, checkpoint=ckpt)
+    prov = cache.provenance(device, list(getattr(run.config, "seeds", [])), time.perf_counter() - t0,
+                            f"{run.command} --device {device}")
+    manifest = cache.save(run.name, run.tag, {"experiment": run.name, **asdict(run.config)}, run.key, arrays, prov,
+                          root, extra={"base_scale": run.scale, "overrides": run.overrides})
     for part in ckpt.parent.glob(ckpt.stem + ".*"):     # the run's checkpoint and those of its parts
         part.unlink(missing_ok=True)
     return manifest
 
 
-def run_point(name: str, scale: str, device: str, overrides: dict, progress: bool = False,
-              threads: int | None = None) -> tuple[str, float]:
+def run_point(run: Run, device: str, progress: bool = False, threads: int | None = None) -> tuple[str, float]:
     """One run of the command line or one point of a sweep: (manifest path, wall seconds). It lives here, not in
     ``__main__``, because a sweep's spawned workers must import it by name."""
     if threads is not None:       # a worker of a sweep: its share of the CPU threads
         torch.set_num_threads(threads)
     t0 = time.perf_counter()
-    path = run_and_cache(name, scale, device=device, progress=progress,
-                         command=regen_command(name, scale, overrides) + f" --device {device}", **overrides)
+    path = execute(run, device, progress)
     return str(path), time.perf_counter() - t0
 
 
 def checkpoint_path(name: str, scale: str, root: Path | None = None, **overrides) -> Path:
-    """Where a run saves its checkpoint (multi-part runs add ``.<part>`` before the suffix); a killed run resumes
-    from it when the same command is run again, with the same configuration and code (both are in the key)."""
-    exp = get_experiment(name)
-    return _checkpoint_file(name, str(cache.Tag.of(scale, overrides)), exp.key(exp.config(scale, **overrides)), root)
-
-
-def _checkpoint_file(name: str, tag: str, key: str, root: Path | None) -> Path:
-    return (root or cache.RESULTS_DIR) / ".checkpoints" / f"{name}--{tag}--{key}.pt"
+    """:meth:`Run.checkpoint` of ``Run.of(name, scale, **overrides)``."""
+    return Run.of(name, scale, **overrides).checkpoint(root)
 
 
 def _readable_checkpoints(ckpt: Path) -> list[Path]:
@@ -78,15 +102,14 @@ def _readable_checkpoints(ckpt: Path) -> list[Path]:
     return parts
 
 
-def cached_current(name: str, scale: str, root: Path | None = None, **overrides) -> Path | None:
-    """The manifest of a stored result that is intact and current for this configuration and code, else None."""
-    exp = get_experiment(name)
-    tag = str(cache.Tag.of(scale, overrides))
+def cached_current(run: Run, root: Path | None = None) -> Path | None:
+    """The manifest of a stored result that is intact and current for this run's configuration and code, else
+    None."""
     try:
-        cache.check(name, tag, exp.key(exp.config(scale, **overrides)), root)
+        cache.check(run.name, run.tag, run.key, root)
     except cache.CacheError:
         return None
-    return cache.paths(name, tag, root)[1]
+    return cache.paths(run.name, run.tag, root)[1]
 
 
 def regen_command(name: str, scale: str, overrides: dict) -> str:
@@ -145,10 +168,8 @@ def shipped_cost(root: Path | None = None) -> dict[tuple[str, str], tuple[float,
 def get(name: str, scale: str = "cpu", root: Path | None = None, **overrides) -> dict[str, np.ndarray]:
     """Load a verified result; a missing, stale or corrupted one raises CacheError with the command that makes it
     (results are made only by the runner, never as a side effect of reading)."""
-    exp = get_experiment(name)
-    cfg = exp.config(scale, **overrides)
-    tag = str(cache.Tag.of(scale, overrides))
+    run = Run.of(name, scale, **overrides)
     try:
-        return cache.load(name, tag, exp.key(cfg), root, regen_command(name, scale, overrides))[0]
+        return cache.load(name, run.tag, run.key, root, run.command)[0]
     except cache.CacheError as err:
         raise cache.CacheError(f"{err} (experiment {name!r}, scale {scale!r})", err.kind) from None

@@ -54,3 +54,40 @@ def test_trained_ntk_matches_the_edge_of_stability_run_and_meets_prop_53():
         b = bounds.prop_5_3_kappa_bounds(out["ntk"][i], out["r"][i], out["sK_ZL"][i], K=10, M=1)
         assert np.all(out["kappa_tails"][i] <= b["every"] * (1 + 1e-10))
         assert out["ntk"][i] >= 2 * out["s1_ZL"][i] ** 2 / out["r"][i] ** 2 * (1 - 1e-10)   # part 1, L2 = 2
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.parametrize("loop", ["gd_phases", "gd_with_sharpness"])
+def test_a_killed_gd_run_resumes_to_the_identical_result(digits40, tmp_path, monkeypatch, loop):
+    X, y = digits40
+
+    def run(checkpoint=None):
+        torch.manual_seed(0)
+        model = MLP([64, 40, 16, 12, 12, 10], 2, activation=SmoothLeakyReLU(0.1, 1.0))
+        kw = {"every": 5} if loop == "gd_phases" else {"every": 5, "power_iters": 3}
+        return getattr(stability, loop)(model, X, y, 0.01, 0.05, 30, progress=False, checkpoint=checkpoint,
+                                        save_every=10, **kw)
+
+    whole = run()
+    ckpt = tmp_path / "gd.pt"
+    real = stability.run_steps
+
+    def dies_at_step_25(steps, update, measure, *args, **kwargs):      # a kill -9 after the checkpoint of step 20
+        def measure_or_die(step):
+            if step == 25:
+                raise _Stop
+            measure(step)
+        return real(steps, update, measure_or_die, *args, **kwargs)
+
+    monkeypatch.setattr(stability, "run_steps", dies_at_step_25)
+    with pytest.raises(_Stop):
+        run(ckpt)
+    monkeypatch.setattr(stability, "run_steps", real)
+    assert torch.load(ckpt, weights_only=True)["step"] == 20
+    resumed = run(ckpt)
+    for name in ("loss", "sharpness", "balance", "grad0_sq", "step", "recursion_residual"):
+        if name in whole:
+            np.testing.assert_array_equal(resumed[name], whole[name])
