@@ -1,6 +1,8 @@
 # Two commands do everything (see README.md):
 #   make book   install everything, then build the HTML book into _build/html from the committed notebooks
 #   make test   install everything, then run every check that CI runs
+# and, while working, the unit tests without the slow ones (ResNet18, command line, browser), under 3 minutes:
+#   make quick
 # and one regenerates the book's executed notebooks:
 #   make execute
 # and one prints the whole book to one PDF (_build/pdf/ncbook.pdf):
@@ -10,7 +12,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: install assets book pdf test unit mutation notebooks pairing build-strict lint verify execute clean
+.PHONY: install assets book pdf test unit quick mutation notebooks pairing build-strict lint verify execute clean
 
 install: $(STAMP)
 $(STAMP): requirements.txt pyproject.toml
@@ -35,6 +37,9 @@ verify:
 	$(PY) -m ncbook verify
 
 unit:
+	$(PY) -m pytest tests -q --runslow
+
+quick:
 	$(PY) -m pytest tests -q
 
 notebooks:

@@ -1,6 +1,44 @@
-"""Shared test helpers."""
+"""Shared fixtures, and the ``slow`` marker: ``pytest`` runs the quick suite (under 3 minutes on 2 cores);
+``pytest --runslow`` (what ``make test`` and CI run) adds the slow tests (the ResNet18 paths, the command line in
+subprocesses, the real browser)."""
 
 import pytest
+import torch
+
+from ncbook import data
+
+
+def pytest_addoption(parser):
+    parser.addoption("--runslow", action="store_true", default=False,
+                     help="also run the tests marked slow (ResNet18, command line, browser)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--runslow"):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --runslow (make test does)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
+def _digits(per_class: int):
+    X, y = data.digits(dtype=torch.float64)
+    idx = torch.as_tensor(data.balanced_subset(y.numpy(), per_class, 0))
+    return X[idx], y[idx]
+
+
+@pytest.fixture(scope="session")
+def digits100():
+    """100 of scikit-learn's digits (10 a class), standardised, float64."""
+    return _digits(10)
+
+
+@pytest.fixture(scope="session")
+def digits40():
+    """40 digits (4 a class), scaled to std 1/16 as the GD experiments of chapters 6-7 scale them."""
+    X, y = _digits(4)
+    return X / 16, y
 
 
 @pytest.fixture

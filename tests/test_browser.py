@@ -30,6 +30,8 @@ from urllib.parse import unquote, urlparse
 import pytest
 from PIL import Image
 
+pytestmark = pytest.mark.slow       # builds the book and drives Chromium: `pytest --runslow`
+
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("make_pdf", ROOT / "scripts" / "make_pdf.py")
 make_pdf = importlib.util.module_from_spec(_spec)

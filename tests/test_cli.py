@@ -12,6 +12,8 @@ import ncbook.train
 from ncbook import cache
 from ncbook.__main__ import main
 
+pytestmark = pytest.mark.slow       # the command line, in this process and in subprocesses: `pytest --runslow`
+
 
 @pytest.fixture
 def results(tmp_path, monkeypatch):

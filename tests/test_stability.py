@@ -5,17 +5,26 @@ import numpy as np
 import pytest
 import torch
 
-from ncbook import bounds, data, stability
+from ncbook import bounds, stability
 from ncbook.experiments import run_trained_ntk
 from ncbook.nets import MLP, SmoothLeakyReLU
 from ncbook.registry import EXPERIMENTS
 
+from helpers import rounding
 
-@pytest.fixture(scope="module")
-def digits40():
-    X, y = data.digits(dtype=torch.float64)
-    idx = torch.as_tensor(data.balanced_subset(y.numpy(), 4, 0))
-    return X[idx] / 16, y[idx]
+# ----------------------------------------------------------------------------------------------------------------
+# the loss of Section 4
+
+
+def test_regularised_loss_by_hand():
+    model = MLP([2, 2, 1], 1).double()
+    W1 = torch.tensor([[1.0, -1.0], [2.0, 0.5]], dtype=torch.float64)
+    W2 = torch.tensor([[1.0, 3.0]], dtype=torch.float64)
+    X = torch.tensor([[1.0, 2.0]], dtype=torch.float64)       # relu(W1 x) = (0, 3); output 9
+    Y = torch.tensor([[4.0]], dtype=torch.float64)
+    # 0.5 * (9 - 4)^2 + 0.5 * 0.1 * (1 + 1 + 4 + 0.25 + 1 + 9)
+    expected = 12.5 + 0.05 * 16.25
+    assert float(stability.regularised_loss(model, [W1, W2], X, Y, 0.1)) == pytest.approx(expected, rel=rounding())
 
 
 def test_balancing_recursion_is_exact_and_loss_decreases(digits40):

@@ -6,7 +6,213 @@ import pytest
 
 from ncbook import metrics, ufm
 
+import naive
+from helpers import EPS, rounding
+
 SETTINGS = [(4, 3, 6, 0.5, 0.3), (3, 5, 3, 2.0, 0.1), (5, 2, 8, 0.3, 1.5)]   # K, n, d, lam_W, lam_H
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Tirer et al.: Lemma B.1, the Hessian's lower bound and Theorem C.2's Lipschitz constant, Theorem 5.2 exactly
+
+
+def test_gnc1_against_a_direct_computation():
+    rng = np.random.default_rng(0)     # each test its own stream, whatever the order
+    p = ufm.UFM(3, 4, 5, 0.5, 0.3)
+    H = rng.normal(size=(p.d, p.N))
+    direct = naive.nc1_trace_ratio(H.T, ufm.labels(p.K, p.n), p.K)
+    assert ufm.gnc1(H, p) == pytest.approx(direct, rel=rounding(p.N))
+
+
+@pytest.mark.parametrize("lw,lh", [(0.5, 0.01), (2.0, 0.001)])
+def test_lemma_b1_constant_holds_and_is_nearly_attained(lw, lh):
+    """||Kn grad L(H)|| <= M ||H||, M = 1/(4 lam_W) + 1/lam_W + lam_H; for small collapsed H the ratio tends to
+    |lam_H - 1/lam_W|, which is 4/5 of M as lam_H -> 0: the lemma's constant is within a factor 1.25."""
+    rng = np.random.default_rng(0)     # each test its own stream, whatever the order
+    p = ufm.UFM(3, 4, 5, lw, lh)
+    M = ufm.gradient_growth_constant(p)
+    assert M == pytest.approx(1.25 / lw + lh, rel=rounding())
+    ratios = [np.linalg.norm(ufm.central_path_gradient(H, p)) / np.linalg.norm(H)
+              for s in (1e-3, 0.1, 1.0, 10.0) for H in rng.normal(size=(5, p.d, p.N)) * s]
+    _, Hc = ufm.collapsed_minimiser(ufm.UFM(3, 4, 5, 0.5, 0.5))
+    tiny = 1e-4 * Hc
+    near = np.linalg.norm(ufm.central_path_gradient(tiny, p)) / np.linalg.norm(tiny)
+    assert max(ratios + [near]) <= M
+    curvature = np.linalg.norm(tiny, 2) ** 2 / (p.n * lw)          # the relative size of the neglected terms
+    assert near == pytest.approx(1 / lw - lh, rel=10 * curvature) and near > 0.75 * M
+
+
+def stationary_slack_scale(H, H0, p) -> float:
+    """Relative error of ||H|| from the residual R of the stationarity condition: ||R|| / (beta - m) / ||H||."""
+    R = ufm.stationarity_residual(H, H0, p)
+    return rounding(p.d * p.N) + np.linalg.norm(R) / ((p.beta - max(0.0, -ufm.curvature_lower_bound(p)))
+                                                      * np.linalg.norm(H))
+
+
+@pytest.mark.parametrize("lw,lh,beta", [(1.0, 0.01, 10.0), (0.5, 0.2, 5.0), (2.0, 0.3, 3.0)])
+def test_curvature_bound_and_lipschitz_constant_are_attained_at_zero(lw, lh, beta):
+    """Kn hess L(0) has smallest eigenvalue lam_H - 1/lam_W exactly, and the Jacobian of H0 -> H at H0 = 0 has
+    norm 1/(1 - m/beta), the corrected Theorem C.2 constant; a finite difference of the solver agrees."""
+    p = ufm.UFM(3, 3, 4, lw, lh, beta)
+    zero = np.zeros((p.d, p.N))
+    hess = ufm.central_path_hessian(zero, p)
+    eig = np.linalg.eigvalsh(hess)
+    cond = np.abs(eig).max() / abs(eig.min())                  # eigvalsh's absolute error is ~ n eps ||hess||
+    assert eig.min() == pytest.approx(ufm.curvature_lower_bound(p), rel=rounding(len(hess), cond))
+    assert ufm.curvature_lower_bound(p) == pytest.approx(lh - 1 / lw, rel=rounding())
+    L = ufm.lipschitz_constant(p)
+    solve_cond = np.linalg.cond(p.beta * np.eye(len(hess)) + hess)
+    assert np.linalg.norm(ufm.exact_map_jacobian(zero, p), 2) == pytest.approx(L, rel=rounding(len(hess), solve_cond))
+    _, Hc = ufm.collapsed_minimiser(ufm.UFM(3, 3, 4, 0.5, 0.5))
+    dH0 = 1e-6 * Hc                                           # along the class means: the worst direction
+    _, H = ufm.solve_model2(dH0, p, H_init=dH0)
+    # second-order terms of the map are relative O(||dH0||^2 / (n lam_W)); the solver adds its residual
+    assert np.linalg.norm(H) / np.linalg.norm(dH0) == pytest.approx(
+        L, rel=10 * np.linalg.norm(dH0, 2) ** 2 / (p.n * lw) + stationary_slack_scale(H, dH0, p))
+
+
+@pytest.mark.parametrize("lw,lh,beta", [(0.5, 0.3, 100.0), (2.0, 0.1, 5.0), (0.3, 1.5, 20.0)])
+def test_theorem_5_2_exact_map_blocks_in_closed_form(lw, lh, beta):
+    """The blocks of the exact Jacobian of H0 -> H at a collapsed H0 against the closed forms, and the first-order
+    values of Theorem 5.2 against them: they agree to O(beta^-2)."""
+    p = ufm.UFM(3, 4, 5, lw, lh, beta)
+    _, Hc = ufm.collapsed_minimiser(p)
+    E = ufm.exact_map_jacobian(Hc, p)
+    exact = np.sort(np.concatenate([[v] * m for v, m in ufm.exact_intra_block_spectrum(p).values()]))[::-1]
+    for k in range(p.K):
+        Ekk = ufm.block(E, p, k, k)
+        np.testing.assert_allclose(np.sort(np.linalg.eigvalsh((Ekk + Ekk.T) / 2))[::-1], exact,
+                                   atol=rounding(len(E), np.linalg.cond(E)))
+        for k2 in range(p.K):
+            if k2 != k:
+                s = np.linalg.svd(ufm.block(E, p, k, k2), compute_uv=False)
+                tol = rounding(len(E), np.linalg.cond(E))                 # E is an inverse, computed by a solve
+                assert s[0] == pytest.approx(ufm.exact_inter_block_singular_value(p), rel=tol) and s[1] < tol
+    first = ufm.spectrum_values(p)
+    assert np.abs(first - exact).max() <= 2 * max(np.sqrt(lh / lw), lh, 2 * lh) ** 2 / beta ** 2
+
+
+def test_block_indexing_of_F():
+    """Sec. 5, eq. (6): F_{k,k'} = (e_k (x) I_dn)^T F (e_k' (x) I_dn), and vec(dH^(k)) (the n columns of class k,
+    H[:, n(k-1) : nk]) is the k-th chunk of dn entries of vec(dH); the extracted text's column range dn(k-1)+1 : dnK
+    mixes the two indexings."""
+    rng = np.random.default_rng(0)     # each test its own stream, whatever the order
+    p = ufm.UFM(3, 2, 4, 0.5, 0.3, 10.0)
+    _, Hc = ufm.collapsed_minimiser(p)
+    F = ufm.first_order_map(Hc, p)
+    dn = p.d * p.n
+    for k in range(p.K):
+        for k2 in range(p.K):
+            ek, ek2 = np.eye(p.K)[:, [k]], np.eye(p.K)[:, [k2]]
+            np.testing.assert_array_equal(ufm.block(F, p, k, k2),
+                                          np.kron(ek, np.eye(dn)).T @ F @ np.kron(ek2, np.eye(dn)))
+    dH = rng.normal(size=(p.d, p.N))
+    for k in range(p.K):
+        np.testing.assert_array_equal(dH[:, p.n * k:p.n * (k + 1)].ravel(order="F"),
+                                      dH.ravel(order="F")[dn * k:dn * (k + 1)])
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Tirer et al., Corollary 4.2 with an explicit threshold on beta
+
+
+def parts(H, p):
+    """Within-class parts H_w and centred class means M_c of class-ordered features."""
+    M = H.reshape(p.d, p.K, p.n).mean(2)
+    return H - np.repeat(M, p.n, axis=1), M - M.mean(1, keepdims=True)
+
+
+def stationary_slack(H, H0, p) -> float:
+    """Relative slack for the two steps of the proof at a computed stationary point: the relations
+    (beta I + P) H_w = beta H0_w and (beta I + P - Q) M_c = beta M0_c hold up to the residual R of the stationarity
+    condition, which moves the norms by at most ||R|| / beta; plus rounding."""
+    R = ufm.stationarity_residual(H, H0, p)
+    Hw0, Mc0 = parts(H0, p)
+    return rounding(p.d * p.N) + np.linalg.norm(R) / (p.beta * min(np.linalg.norm(Hw0), np.linalg.norm(Mc0)))
+
+
+def test_corollary_4_2_threshold_by_hand_and_the_operator_inequality_it_rests_on():
+    """beta* = max(0, 1/(2 lam_W) - lam_H); the proof's key step W*^T W* <= n (H H^T + n lam_W I)^{-1}, which is tight
+    (top eigenvalue ratio -> 1) for collapsed features of growing norm."""
+    rng = np.random.default_rng(0)     # each test its own stream, whatever the order
+    assert ufm.beta_threshold_nc1(ufm.UFM(3, 2, 4, 0.25, 0.5)) == pytest.approx(1.5, rel=rounding())
+    assert ufm.beta_threshold_nc1(ufm.UFM(3, 2, 4, 2.0, 0.5)) == 0.0
+    p = ufm.UFM(3, 4, 5, 0.5, 0.1)
+    _, Hc = ufm.collapsed_minimiser(ufm.UFM(3, 4, 5, 0.5, 0.5))
+    for H, tight in [(rng.normal(size=(p.d, p.N)), False), (30 * Hc, True)]:
+        W = ufm.optimal_W(H, p)
+        Q = p.n * np.linalg.inv(H @ H.T + p.n * p.lam_W * np.eye(p.d))
+        Qh = np.linalg.cholesky(np.linalg.inv(Q))                         # Q^{-1} = Qh Qh^T
+        top = np.linalg.eigvalsh(Qh.T @ W.T @ W @ Qh).max()               # W^T W <= Q  <=>  this <= 1
+        assert top <= 1 + rounding(p.d ** 2, np.linalg.cond(Q))
+        if tight:
+            assert top > 0.99
+
+
+@pytest.mark.parametrize("lw,lh,beta_over_threshold,seed", [(0.5, 0.05, 1.0, 0), (0.25, 0.01, 1.5, 1),
+                                                             (2.0, 0.3, 1.0, 2), (1.0, 0.0, 1.0, 3)])
+def test_corollary_4_2_gnc1_cannot_increase_above_the_threshold(lw, lh, beta_over_threshold, seed):
+    """At the minimiser, within-class parts shrink by at least beta/(beta + lam_H) and centred means by at most that
+    (the two steps of the proof in chapter 3), so gNC1 does not increase, for beta at (or a little above) beta*."""
+    p0 = ufm.UFM(3, 4, 5, lw, lh)
+    beta = max(beta_over_threshold * ufm.beta_threshold_nc1(p0), 1e-3)
+    beta = max(beta, 1.01 * max(0.0, 1 / lw - lh))           # the solver needs the unique minimiser (beta > m)
+    p = ufm.UFM(3, 4, 5, lw, lh, beta)
+    H0 = np.random.default_rng(seed).normal(size=(p.d, p.N)) * (1 + 3 * seed)
+    _, H = ufm.solve_model2(H0, p)
+    (Hw, Mc), (Hw0, Mc0) = parts(H, p), parts(H0, p)
+    factor, tol = beta / (beta + lh), stationary_slack(H, H0, p)
+    assert np.linalg.norm(Hw) <= factor * np.linalg.norm(Hw0) * (1 + tol)
+    assert np.linalg.norm(Mc) >= factor * np.linalg.norm(Mc0) * (1 - tol)
+    assert ufm.gnc1(H, p) <= ufm.gnc1(H0, p) * (1 + 4 * tol)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_corollary_4_2_holds_at_stationary_points_between_the_threshold_and_uniqueness(seed):
+    """For beta* <= beta <= m = 1/lam_W - lam_H the objective need not be convex; at the stationary point the solver
+    reaches (residual checked) the two steps of the proof still hold, and gNC1 does not increase."""
+    lw, lh = 0.25, 0.01
+    p = ufm.UFM(3, 4, 5, lw, lh, 2.5)
+    assert ufm.beta_threshold_nc1(p) <= p.beta <= 1 / lw - lh
+    H0 = np.random.default_rng(seed).normal(size=(p.d, p.N)) * 2
+    _, H = ufm.solve_model2(H0, p)
+    residual = ufm.stationarity_residual(H, H0, p)
+    scale = np.linalg.norm(ufm.central_path_hessian(H, p), 2) + p.beta       # the size of the map whose zero H is
+    assert np.linalg.norm(residual) < rounding(p.d * p.N, scale) * np.linalg.norm(H0)      # stationary, to rounding
+    (Hw, Mc), (Hw0, Mc0) = parts(H, p), parts(H0, p)
+    factor, tol = p.beta / (p.beta + lh), stationary_slack(H, H0, p)
+    assert np.linalg.norm(Hw) <= factor * np.linalg.norm(Hw0) * (1 + tol)
+    assert np.linalg.norm(Mc) >= factor * np.linalg.norm(Mc0) * (1 - tol)
+    assert ufm.gnc1(H, p) <= ufm.gnc1(H0, p) * (1 + 4 * tol)
+
+
+def test_proximal_objective_paper_constant_and_mean_cosines_by_independent_computation():
+    """Three formulas not covered elsewhere: L(H) + beta ||H - H0||^2 / (2Kn) is eq. (2) at W = W*(H); the extracted
+    Thm C.2 constant 1/(1 - 11 lam_H / beta) by hand; the cosines of the (uncentred) class means by numpy."""
+    rng = np.random.default_rng(0)     # each test its own stream, whatever the order
+    p = ufm.UFM(3, 4, 5, 0.5, 0.3, beta=7.0)
+    H, H0 = rng.normal(size=(p.d, p.N)), rng.normal(size=(p.d, p.N))
+    assert ufm.proximal_objective(H, H0, p) == pytest.approx(ufm.objective(ufm.optimal_W(H, p), H, p, H0),
+                                                             rel=rounding(p.d * p.N))
+    assert ufm.lipschitz_constant_as_extracted(ufm.UFM(3, 3, 4, 1.0, 0.01, beta=11.0)) == pytest.approx(
+        1 / 0.99, rel=rounding())
+    Z, y = rng.normal(size=(40, 6)) + 1.0, np.repeat(np.arange(4), 10)
+    M = np.stack([Z[y == k].mean(0) for k in range(4)])
+    M /= np.linalg.norm(M, axis=1, keepdims=True)
+    np.testing.assert_allclose(metrics.class_mean_cosines(Z, y), M @ M.T, rtol=rounding(40), atol=rounding(40))
+
+
+def test_stationarity_residual_is_kn_times_the_gradient_of_the_proximal_objective():
+    """<Kn grad L(H) + beta (H - H0), V> / Kn is the directional derivative of L(H) + beta ||H - H0||^2 / (2Kn), by a
+    central difference (error: rounding |f| eps_mach / h plus truncation h^2, each times a small constant)."""
+    rng = np.random.default_rng(0)     # each test its own stream, whatever the order
+    p = ufm.UFM(3, 4, 5, 0.5, 0.3, beta=7.0)
+    H, H0, V = (rng.normal(size=(p.d, p.N)) for _ in range(3))
+    h = 1e-5
+    f = ufm.proximal_objective(H, H0, p)
+    fd = (ufm.proximal_objective(H + h * V, H0, p) - ufm.proximal_objective(H - h * V, H0, p)) / (2 * h)
+    exact = np.sum(ufm.stationarity_residual(H, H0, p) * V) / p.N
+    assert fd == pytest.approx(exact, abs=100 * (EPS * abs(f) / h + h ** 2) * np.linalg.norm(V) ** 3)
 
 
 def gram_of_means(H, p):

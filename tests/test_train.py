@@ -1,4 +1,5 @@
-"""The training core: configuration checks, schedules, weight-decay groups, minibatches, ensembles, checkpoints."""
+"""ncbook.train: the trainers (the ensemble step and train_module), their configuration, the regularised objective,
+checkpoints that resume bit-identically, divergence, and the metrics recorded along the way."""
 
 import subprocess
 import sys
@@ -7,11 +8,53 @@ import time
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
 import ncbook.train
-from ncbook import data
-from ncbook.nets import MLP, Ensemble
-from ncbook.train import TrainConfig, train, train_ensemble
+from ncbook import data, metrics
+from ncbook.nets import MLP, BackboneHead, BlockMLP, Ensemble
+from ncbook.train import TrainConfig, data_loss, layer_metrics, train, train_ensemble, train_module, weight_penalty
+
+
+def test_train_module_equals_the_ensemble_trainer_on_an_mlp():
+    """SGD with momentum and PyTorch's coupled weight decay on a bias-free MLP is the ensemble trainer's explicit
+    penalty: same trajectory (full batch, float64) to rounding, with a backbone that is the identity."""
+    X, y = data.gaussian_mixture(3, 10, 5, seed=2)
+    cfg = TrainConfig(steps=40, lr=0.05, weight_decay=1e-2, weight_decay_last=3e-2, momentum=0.9, record_every=20)
+    torch.manual_seed(0)
+    mlp = MLP([5, 12, 8, 3], 1).double()
+    model = BackboneHead(nn.Identity(), 5, [12, 8, 3], 1).double()
+    model.head.load_state_dict(mlp.state_dict())
+    ens = Ensemble([mlp])
+    [h_ens] = train_ensemble(ens, X, y, [cfg], progress=False)
+    h_mod = train_module(model, X, y, cfg, progress=False)
+    assert np.allclose(h_ens.loss, h_mod.loss, rtol=1e-10)
+    for W, V in zip(ens.weights, model.head.weights):
+        assert torch.allclose(W[0], V, rtol=1e-9, atol=1e-12)
+    # the backbone's output is layer 0: the head's metrics follow it, one layer later
+    assert np.allclose(np.array(h_mod.layers["nc1_pinv"])[:, 1:], np.array(h_ens.layers["nc1_pinv"]), rtol=1e-8)
+
+
+def test_train_module_resumes_to_the_identical_result(tmp_path, kill_at_step):
+    X, y = data.gaussian_mixture(3, 10, 5, seed=1)
+    cfg = TrainConfig(steps=30, lr=1e-2, weight_decay=1e-3, batch_size=8, optimizer="adam", loss="ce",
+                      record_every=10)
+
+    def model(seed):
+        torch.manual_seed(seed)
+        return BlockMLP(5, 16, 3).double()
+
+    restore = kill_at_step(torch.optim.Adam, 17)
+    ckpt = tmp_path / "m.pt"
+    with pytest.raises(KeyboardInterrupt):
+        train_module(model(0), X, y, cfg, seed=5, checkpoint=ckpt, checkpoint_every=5, progress=False)
+    restore()
+    resumed_model, fresh_model = model(9), model(0)
+    resumed = train_module(resumed_model, X, y, cfg, seed=5, checkpoint=ckpt, checkpoint_every=5, progress=False)
+    fresh = train_module(fresh_model, X, y, cfg, seed=5, progress=False)
+    assert resumed.loss == fresh.loss and resumed.steps == fresh.steps
+    for a, b in zip(resumed_model.state_dict().values(), fresh_model.state_dict().values()):
+        assert torch.equal(a, b)
 
 
 def problem(seed=0, n=12, d=6, K=3):
@@ -186,23 +229,6 @@ def test_interrupted_ensemble_resumes_to_the_same_result(tmp_path, kill_at_step)
         assert torch.equal(a, b)
 
 
-def test_head_depth_sweep_reproduces_chapter_one_runs_and_pads_layers():
-    """The λ x depth experiment at L2 = 3 is chapter 1's demonstration network: same runs, to float64 rounding."""
-    from ncbook.compare import history_at
-    from ncbook.experiments import HeadDepth, MLPDemo, run_head_depth, run_mlp_demo
-
-    cfg = HeadDepth(depths=(1, 3), weight_decays=(0.0, 3e-3), per_class=5, steps=20, record_every=10)
-    result = run_head_depth(cfg, progress=False)
-    assert result["nc1_trace_ratio"].shape == (2, 2, 3, 5) and list(result["num_layers"]) == [3, 5]
-    assert np.isnan(result["nc1_trace_ratio"][0, :, :, 3:]).all()            # L2 = 1 has 3 layers, padded to 5
-    for j, lam in enumerate(cfg.weight_decays):
-        demo, _ = run_mlp_demo(MLPDemo(weight_decay=lam, per_class=5, steps=20, record_every=10), progress=False)
-        swept = history_at(result, 1, j)
-        np.testing.assert_allclose(swept.loss, demo.loss, rtol=1e-10)
-        np.testing.assert_allclose(swept.layers["nc1_trace_ratio"], demo.layers["nc1_trace_ratio"], rtol=1e-8)
-    assert len(history_at(result, 0, 0).layers["nc1_trace_ratio"][0]) == 3
-
-
 def test_undefined_metric_is_recorded_as_nan_not_a_crash():
     from ncbook.train import layer_metrics
 
@@ -213,14 +239,38 @@ def test_undefined_metric_is_recorded_as_nan_not_a_crash():
     assert np.isnan(out["nc3_cosine"][0]) and np.isfinite(out["nc1_trace_ratio"]).all()
 
 
-def test_network_init_does_not_depend_on_torch_default_dtype():
+def test_regularised_mse_matches_formula_and_gd_decreases_it():
     torch.manual_seed(0)
-    a = MLP([5, 4, 3], 1)
-    old = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    try:
-        torch.manual_seed(0)
-        b = MLP([5, 4, 3], 1)
-    finally:
-        torch.set_default_dtype(old)
-    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    X, y = data.gaussian_mixture(3, 10, 6, seed=1)
+    net = MLP([6, 8, 8, 3], num_nonlinear=1).double()
+    Y = torch.nn.functional.one_hot(y, 3).double()
+    lam = 0.01
+    direct = 0.5 * ((net(X) - Y) ** 2).sum() / 30 + 0.5 * lam * sum((w ** 2).sum() for w in net.parameters())
+    objective = data_loss(net(X), y) + weight_penalty(net.weights, lam)
+    assert objective.item() == pytest.approx(direct.item(), rel=1e-14)
+    hist = train(net, X, y, TrainConfig(steps=200, lr=0.1, weight_decay=lam, record_every=50), progress=False)
+    assert hist.steps == [0, 50, 100, 150, 200]
+    assert all(np.diff(hist.loss) < 0)                      # small-step GD decreases the loss it minimises
+    assert hist.series("nc1_trace_ratio", -2)[-1] < hist.series("nc1_trace_ratio", -2)[0]
+
+
+def test_layer_metrics_use_ncbook_metrics():
+    torch.manual_seed(0)
+    X, y = data.gaussian_mixture(3, 8, 4, seed=0)
+    net = MLP([4, 32, 8, 3], num_nonlinear=1).double()
+    feats = net.forward_features(X)
+    out = layer_metrics(feats, net.weights, y)
+    assert out["nc1_pinv"][1] == pytest.approx(metrics.nc1_pinv(feats[1].detach(), y))
+    assert out["balancedness"][1] == pytest.approx(metrics.balancedness(net.weights[2], net.weights[1]))
+    assert np.isnan(out["balancedness"][-1])
+    assert out["nc3_cosine"][0] == pytest.approx(metrics.nc3_cosine(feats[1].detach(), y, net.weights[2].detach()))
+
+
+def test_divergence_is_reported_with_step_and_cause():
+    torch.manual_seed(0)
+    X, y = data.gaussian_mixture(3, 10, 6, seed=1)
+    net = MLP([6, 8, 8, 3], num_nonlinear=1).double()
+    with pytest.raises(FloatingPointError, match=r"at step \d+.*lower the learning rate"):
+        train(net, X * 100, y, TrainConfig(steps=100, lr=10.0, weight_decay=0.0), progress=False)
+    with pytest.raises(ValueError, match="lr must be > 0"):
+        train(net, X, y, TrainConfig(steps=10, lr=-1.0, weight_decay=0.0), progress=False)

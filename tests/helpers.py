@@ -1,0 +1,26 @@
+"""Helpers shared by the tests of the papers' formulas and bounds (``test_bounds.py``, ``test_ufm.py``,
+``test_stability.py``), which follow one standard:
+
+* a value is checked against an independent computation (numpy's SVD, autograd, or numbers derived by hand), so
+  that a constant off by 0.1% fails;
+* a bound is checked where it is tight (attained, or nearly, by a constructed case or an adversarial search), so
+  that a bound made twice as strong fails; where no tight case exists the test says so and checks the value.
+
+``scripts/mutation_check.py`` checks that these tests do fail for such mutations.
+"""
+
+import numpy as np
+import torch
+
+EPS = np.finfo(np.float64).eps
+
+
+def rounding(n: int = 10, cond: float = 1.0) -> float:
+    """Relative tolerance between two float64 evaluations of one quantity: the first-order error bound n eps cond of a
+    backward-stable computation with n rounded operations per result and condition number cond, times 4 for the
+    constant such bounds leave out. Closed-form scalars here take n = 10 (a dozen operations)."""
+    return 4 * n * cond * EPS
+
+
+def rand(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)

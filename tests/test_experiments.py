@@ -1,0 +1,31 @@
+"""ncbook.experiments: chapter 1's demonstration configuration and the λ x depth sweep that reuses its runs."""
+
+
+import numpy as np
+import pytest
+
+from ncbook.experiments import MLPDemo
+
+
+def test_head_depth_sweep_reproduces_chapter_one_runs_and_pads_layers():
+    """The λ x depth experiment at L2 = 3 is chapter 1's demonstration network: same runs, to float64 rounding."""
+    from ncbook.compare import history_at
+    from ncbook.experiments import HeadDepth, MLPDemo, run_head_depth, run_mlp_demo
+
+    cfg = HeadDepth(depths=(1, 3), weight_decays=(0.0, 3e-3), per_class=5, steps=20, record_every=10)
+    result = run_head_depth(cfg, progress=False)
+    assert result["nc1_trace_ratio"].shape == (2, 2, 3, 5) and list(result["num_layers"]) == [3, 5]
+    assert np.isnan(result["nc1_trace_ratio"][0, :, :, 3:]).all()            # L2 = 1 has 3 layers, padded to 5
+    for j, lam in enumerate(cfg.weight_decays):
+        demo, _ = run_mlp_demo(MLPDemo(weight_decay=lam, per_class=5, steps=20, record_every=10), progress=False)
+        swept = history_at(result, 1, j)
+        np.testing.assert_allclose(swept.loss, demo.loss, rtol=1e-10)
+        np.testing.assert_allclose(swept.layers["nc1_trace_ratio"], demo.layers["nc1_trace_ratio"], rtol=1e-8)
+    assert len(history_at(result, 0, 0).layers["nc1_trace_ratio"][0]) == 3
+
+
+def test_demo_config_validates_lambda():
+    with pytest.raises(ValueError, match="weight_decay"):
+        MLPDemo(weight_decay=-1e-3)
+    with pytest.raises(ValueError, match="weight_decay"):
+        MLPDemo(weight_decay=float("nan"))
