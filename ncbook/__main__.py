@@ -17,14 +17,13 @@ import ast
 import itertools
 import multiprocessing
 import sys
-import types
 import typing
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
 from tqdm.auto import tqdm
 
 from . import cache
-from .registry import EXPERIMENTS, SCALES, get_experiment
+from .registry import EXPERIMENTS, SCALES, conform, get_experiment
 from .runner import (
     Run,
     cached_current,
@@ -58,27 +57,6 @@ def parse_value(text: str):
         return ast.literal_eval(text)
     except (ValueError, SyntaxError):
         return text
-
-
-def conform(value, tp):
-    """``value`` as the type annotation ``tp`` asks (int, float, str, bool, X | None, tuple[X, ...]): an int given
-    for a float becomes a float (so lr=1 and lr=1.0 are one result), one value for a tuple a 1-tuple; raise
-    TypeError if it does not fit."""
-    if typing.get_origin(tp) in (typing.Union, types.UnionType):
-        for option in typing.get_args(tp):
-            try:
-                return conform(value, option)
-            except TypeError:
-                pass
-    elif typing.get_origin(tp) is tuple:
-        items = value if isinstance(value, tuple | list) else (value,)
-        return tuple(conform(v, typing.get_args(tp)[0]) for v in items)
-    elif tp is type(None) and value is None or tp is bool and isinstance(value, bool) or tp is str and isinstance(
-            value, str) or tp is int and isinstance(value, int) and not isinstance(value, bool):
-        return value
-    elif tp is float and isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    raise TypeError(f"expected {getattr(tp, '__name__', tp)}, got {value!r}")
 
 
 def parse_assignments(items: list[str], cfg_type, multi: bool) -> dict:
@@ -267,10 +245,15 @@ def _sweep_row(run: Run, fut) -> tuple[str, str, str, str]:
 
 def cmd_verify(_args) -> int:
     rows = verify()
-    _table([("experiment", "result", "status")] + rows)
-    bad = [r for r in rows if r[2] != "ok"]
-    print(f"{len(rows) - len(bad)} of {len(rows)} shipped results verified" + (f"; {len(bad)} failed" if bad else ""))
-    return 1 if bad else 0
+    results = [r for r in rows if r[1]]
+    _table([("experiment", "result", "status")] + results)
+    bad = [r for r in results if r[2] != "ok"]
+    print(f"{len(results) - len(bad)} of {len(results)} stored results verified" + (f"; {len(bad)} failed" if bad
+                                                                                    else ""))
+    odd = [r for r in rows if not r[1]]
+    for path, _, problem in odd:
+        print(f"{path}: {problem}")
+    return 1 if bad or odd else 0
 
 
 def _table(rows: list[tuple]) -> None:

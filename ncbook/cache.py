@@ -1,9 +1,11 @@
 """The results cache: arrays as .npz (never pickled) plus a JSON manifest per result, written atomically.
 
-Layout: ``results/<experiment>/<scale>.npz`` and ``results/<experiment>/<scale>.json``. The manifest holds the
-experiment name, the full configuration, the key, the sha256 of the data file, and provenance (git commit, ncbook,
-torch and numpy versions, device, seeds, wall time, date, command). The key is a hash of the canonical configuration
-and of the code that produces the result (``ncbook.codehash``), so changing that code makes the result visibly stale.
+Layout: ``results/<experiment>/<tag>.json``, the manifest, and the data file it lists, ``<tag>.<sha256[:12]>.npz``
+(named after its content, so that a new result never overwrites the old one's data: the manifest's rename replaces
+the pair at once; older results name theirs ``<tag>.npz``). The manifest holds the experiment name, the full
+configuration, the key, the sha256 of the data file, and provenance (git commit, ncbook, torch and numpy versions,
+device, seeds, wall time, date, command). The key is a hash of the canonical configuration and of the code that
+produces the result (``ncbook.codehash``), so changing that code makes the result visibly stale.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import ast
 import datetime as dt
 import hashlib
+import io
 import json
 import os
 import platform
@@ -25,6 +28,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = Path(os.environ.get("NCBOOK_RESULTS", ROOT / "results"))
+MAX_FILE_BYTES = 1 << 30
+"""A stored file larger than this is refused unread, which bounds the time of ``verify``."""
 
 
 class CacheError(RuntimeError):
@@ -98,23 +103,36 @@ def provenance(device: str, seeds: list[int], wall_time_s: float, command: str) 
 
 
 def paths(name: str, scale: str, root: Path | None = None) -> tuple[Path, Path]:
+    """The result's folder and its manifest."""
     d = (root or RESULTS_DIR) / name
-    return d / f"{scale}.npz", d / f"{scale}.json"
+    return d, d / f"{scale}.json"
 
 
 def save(name: str, scale: str, config: dict, key: str, arrays: dict[str, np.ndarray], prov: dict,
          root: Path | None = None, extra: dict | None = None) -> Path:
-    """Write the arrays and then the manifest (with ``extra`` fields), each atomically; returns the manifest path."""
-    data_path, manifest_path = paths(name, scale, root)
+    """Store a result as a pair: the arrays under a name of their own content, then the manifest (with ``extra``
+    fields) that lists them, replaced by one atomic rename, then the previous data file, no longer listed. A kill at
+    any instant leaves either the previous pair or the new one (at worst with an orphan data file, which ``verify``
+    reports). Returns the manifest path."""
+    folder, manifest_path = paths(name, scale, root)
     arrays = {k: np.asarray(v) for k, v in arrays.items()}
     for k, v in arrays.items():
         if v.dtype == object:
             raise TypeError(f"array {k!r} has dtype object, which cannot be stored without pickling")
-    atomic_write(data_path, lambda tmp: np.savez(open(tmp, "wb"), **arrays))
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    digest = hashlib.sha256(buf.getvalue()).hexdigest()
+    data_path = folder / f"{scale}.{digest[:12]}.npz"
+    atomic_write(data_path, lambda tmp: tmp.write_bytes(buf.getvalue()))
+    try:
+        previous = set(read_manifest(name, scale, root)["files"])
+    except CacheError:
+        previous = set()
     manifest = {"experiment": name, "scale": scale, "key": key, "config": config,
-                "files": {data_path.name: sha256_file(data_path)}, "arrays": sorted(arrays), "provenance": prov,
-                **(extra or {})}
+                "files": {data_path.name: digest}, "arrays": sorted(arrays), "provenance": prov, **(extra or {})}
     atomic_write(manifest_path, lambda tmp: tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n"))
+    for old in previous - {data_path.name}:
+        (folder / old).unlink(missing_ok=True)
     return manifest_path
 
 
@@ -159,36 +177,68 @@ def _literal(text: str) -> Any:
         return text
 
 
+def stored_file(folder: Path, name: str, regen: str) -> Path:
+    """``folder/name`` if it is a plain, regular file of at most :data:`MAX_FILE_BYTES` inside ``folder`` (not a
+    path elsewhere, a symbolic link or a device), else CacheError."""
+    f = folder / name
+    if not isinstance(name, str) or not name or name != Path(name).name or name in (".", ".."):
+        raise CacheError(f"{folder}: the manifest lists {name!r}, which is not a file name inside the result's "
+                         f"folder. Regenerate it with `{regen}`")
+    if f.is_symlink():
+        raise CacheError(f"{f} is a symbolic link; results are plain files. Regenerate it with `{regen}`")
+    if not f.exists():
+        raise CacheError(f"{f} is missing. Regenerate it with `{regen}`", "missing")
+    if not f.is_file():
+        raise CacheError(f"{f} is not a regular file. Regenerate it with `{regen}`")
+    if f.stat().st_size > MAX_FILE_BYTES:
+        raise CacheError(f"{f} is larger than {MAX_FILE_BYTES} bytes, more than any result. Regenerate it with "
+                         f"`{regen}`")
+    return f
+
+
+MANIFEST_FIELDS = {"experiment": str, "key": str, "config": dict, "files": dict, "arrays": list}
+"""The fields every manifest has, with their JSON types."""
+
+
 def read_manifest(name: str, scale: str, root: Path | None = None, regen: str = "the experiment runner") -> dict:
-    """The manifest of a stored result, or CacheError saying what is wrong and naming ``regen``, the command that
-    makes the result (the runner's ``regen_command``)."""
-    _, manifest_path = paths(name, scale, root)
-    try:
-        return json.loads(manifest_path.read_text())
-    except FileNotFoundError:
+    """The manifest of a stored result, checked for its fields and their types, or CacheError saying what is wrong
+    and naming ``regen``, the command that makes the result (the runner's ``regen_command``)."""
+    folder, manifest_path = paths(name, scale, root)
+    if not manifest_path.exists() and not manifest_path.is_symlink():
         raise CacheError(f"no cached result for {name} at scale {scale!r}: {manifest_path} is missing. Make it "
-                         f"with `{regen}`", "missing") from None
+                         f"with `{regen}`", "missing")
+    try:
+        manifest = json.loads(stored_file(folder, manifest_path.name, regen).read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise CacheError(f"manifest {manifest_path} is not valid JSON ({err}). Regenerate it with `{regen}`") from None
+    wrong = ["the manifest is not a JSON object"] if not isinstance(manifest, dict) else [
+        f"{k!r} should be a {t.__name__}" for k, t in MANIFEST_FIELDS.items() if not isinstance(manifest.get(k), t)]
+    if not wrong:
+        files = manifest["files"]
+        if not all(isinstance(v, str) for v in files.values()) or sum(f.endswith(".npz") for f in files) != 1:
+            wrong.append("'files' should map names to sha256 digests and list exactly one .npz")
+    if wrong:
+        raise CacheError(f"manifest {manifest_path} is malformed: {'; '.join(wrong)}. Regenerate it with `{regen}`")
+    return manifest
+
+
+def data_file(manifest: dict) -> str:
+    """The name of the data file (.npz) a manifest lists."""
+    return next(f for f in manifest["files"] if f.endswith(".npz"))
 
 
 def check(name: str, scale: str, key: str, root: Path | None = None, regen: str = "the experiment runner") -> dict:
     """Verify a stored result against the expected key and its checksums; return its manifest or raise CacheError
     naming ``regen``, the command that regenerates it."""
     manifest = read_manifest(name, scale, root, regen)
-    data_path, manifest_path = paths(name, scale, root)
-    if manifest.get("key") != key:
-        raise CacheError(f"cached result {manifest_path} is stale: it was made with key {manifest.get('key')}, the "
+    folder, manifest_path = paths(name, scale, root)
+    if manifest["key"] != key:
+        raise CacheError(f"cached result {manifest_path} is stale: it was made with key {manifest['key']}, the "
                          f"current configuration and code give {key}. Regenerate it with `{regen}`", "stale")
-    for fname, digest in manifest.get("files", {}).items():
-        f = manifest_path.parent / fname
-        if not f.exists():
-            raise CacheError(f"{f} is missing (listed in {manifest_path}). Regenerate it with `{regen}`", "missing")
-        if sha256_file(f) != digest:
-            raise CacheError(f"{f} is corrupted: its sha256 does not match {manifest_path}. Regenerate it with "
-                             f"`{regen}`")
-    if data_path.name not in manifest.get("files", {}):
-        raise CacheError(f"manifest {manifest_path} does not list {data_path.name}. Regenerate it with `{regen}`")
+    for fname, digest in manifest["files"].items():
+        if sha256_file(stored_file(folder, fname, regen)) != digest:
+            raise CacheError(f"{folder / fname} is corrupted: its sha256 does not match {manifest_path}. "
+                             f"Regenerate it with `{regen}`")
     return manifest
 
 
@@ -196,6 +246,14 @@ def load(name: str, scale: str, key: str, root: Path | None = None,
          regen: str = "the experiment runner") -> tuple[dict[str, np.ndarray], dict]:
     """Load a verified result: (arrays, manifest). Never unpickles (``allow_pickle=False``)."""
     manifest = check(name, scale, key, root, regen)
-    data_path, _ = paths(name, scale, root)
-    with np.load(data_path, allow_pickle=False) as npz:
-        return {k: npz[k] for k in npz.files}, manifest
+    folder, manifest_path = paths(name, scale, root)
+    try:
+        with np.load(folder / data_file(manifest), allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+    except (ValueError, OSError, EOFError) as err:     # object arrays (never unpickled), a damaged zip
+        raise CacheError(f"{folder / data_file(manifest)} does not load as plain arrays ({err}). Regenerate it with "
+                         f"`{regen}`") from None
+    if sorted(arrays) != sorted(manifest["arrays"]):
+        raise CacheError(f"{folder / data_file(manifest)} holds arrays {sorted(arrays)}, its manifest "
+                         f"{manifest_path} lists {manifest['arrays']}. Regenerate it with `{regen}`")
+    return arrays, manifest

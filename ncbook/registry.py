@@ -7,6 +7,8 @@ adding or editing an entry here leaves every other result current."""
 
 from __future__ import annotations
 
+import types
+import typing
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 
@@ -43,6 +45,27 @@ from .reproduce import (
 )
 
 
+def conform(value, tp):
+    """``value`` as the type annotation ``tp`` asks (int, float, str, bool, X | None, tuple[X, ...]): an int given
+    for a float becomes a float (so lr=1 and lr=1.0 are one result), one value for a tuple a 1-tuple; raise
+    TypeError if it does not fit."""
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        for option in typing.get_args(tp):
+            try:
+                return conform(value, option)
+            except TypeError:
+                pass
+    elif typing.get_origin(tp) is tuple:
+        items = value if isinstance(value, tuple | list) else (value,)
+        return tuple(conform(v, typing.get_args(tp)[0]) for v in items)
+    elif tp is type(None) and value is None or tp is bool and isinstance(value, bool) or tp is str and isinstance(
+            value, str) or tp is int and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    elif tp is float and isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    raise TypeError(f"expected {getattr(tp, '__name__', tp)}, got {value!r}")
+
+
 @dataclass(frozen=True)
 class Experiment:
     name: str
@@ -57,9 +80,25 @@ class Experiment:
             raise ValueError(f"experiment {self.name!r} has no scale {scale!r}; choose one of {sorted(self.scales)}")
         return type(self.scales[scale])
 
+    def settings(self, scale: str, overrides: dict) -> dict:
+        """``overrides`` in their one canonical form, each conformed to its field's type (lr=1 is lr=1.0, a list a
+        tuple), so that the command line and :func:`ncbook.runner.get` name the same result; ValueError for an
+        unknown setting or a value of the wrong type."""
+        known = typing.get_type_hints(self.config_type(scale))
+        out = {}
+        for k, v in overrides.items():
+            if k not in known:
+                raise ValueError(f"{self.name} has no setting {k!r}; settings: {', '.join(known)}")
+            try:
+                out[k] = conform(v, known[k])
+            except TypeError as err:
+                raise ValueError(f"setting {k} of {self.name}: {err}") from None
+        return out
+
     def config(self, scale: str, **overrides) -> object:
-        """The configuration of a scale with ``overrides`` applied, checked by its own ``__post_init__``."""
-        self.config_type(scale)
+        """The configuration of a scale with ``overrides`` (canonical, :meth:`settings`) applied, checked by its own
+        ``__post_init__``."""
+        overrides = self.settings(scale, overrides)
         try:
             return replace(self.scales[scale], **overrides)
         except TypeError as err:

@@ -6,6 +6,7 @@ function, class and constant it calls or uses, without comments or docstrings)."
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -35,6 +36,7 @@ class Run:
         """Plan a run; an unknown experiment, scale or setting, or a setting its configuration refuses, raises
         ValueError (KeyError for the experiment) before any work."""
         exp = get_experiment(name)
+        overrides = exp.settings(scale, overrides)
         cfg = exp.config(scale, **overrides)
         return cls(name, scale, overrides, cfg, str(cache.Tag.of(scale, overrides)), exp.key(cfg))
 
@@ -123,17 +125,29 @@ def _cli_value(v) -> str:
 
 
 def check_stored(name: str, tag: str, root: Path | None = None) -> dict:
-    """Check one stored result (a scale, or a scale with overrides) against its checksums and the key the current
-    configuration and code give: its manifest, or CacheError saying what is wrong and how to regenerate it."""
+    """Check one stored result (a scale, or a scale with overrides) against its checksums, the key the current
+    configuration and code give, the configuration it records, and its arrays (each must load without pickling):
+    its manifest, or CacheError saying what is wrong and how to regenerate it."""
     stem = cache.Tag.parse(tag)
-    manifest = cache.read_manifest(name, tag, root, regen_command(name, stem.scale, dict(stem.overrides)))
+    regen = regen_command(name, stem.scale, dict(stem.overrides))
+    manifest = cache.read_manifest(name, tag, root, regen)
+    scale, overrides = manifest.get("base_scale", tag), manifest.get("overrides", {})
     try:
-        exp = get_experiment(manifest.get("experiment", name))
-        scale, overrides = manifest.get("base_scale", tag), manifest.get("overrides", {})
-        key = exp.key(exp.config(scale, **overrides))
-    except (KeyError, ValueError) as err:     # an experiment or a setting that no longer exists
-        raise cache.CacheError(f"{name}/{tag}: {err}", "stale") from None
-    return cache.check(name, tag, key, root, regen_command(name, scale, overrides))
+        if manifest["experiment"] != name or not isinstance(scale, str) or not isinstance(overrides, dict):
+            raise ValueError(f"the manifest names experiment {manifest['experiment']!r}, scale {scale!r}, "
+                             f"overrides {overrides!r}")
+        run = Run.of(name, scale, **overrides)
+    except (KeyError, ValueError, TypeError) as err:     # an experiment or a setting that no longer exists
+        raise cache.CacheError(f"{name}/{tag}: {err}. Regenerate it with `{regen}`", "stale") from None
+    if run.tag != tag:
+        raise cache.CacheError(f"{name}/{tag}: its manifest describes the result {run.tag}. Regenerate it with "
+                               f"`{run.command}`")
+    cache.load(name, tag, run.key, root, run.command)              # key, checksums, arrays
+    recorded = json.loads(cache.canonical_json(manifest["config"]))
+    if recorded != json.loads(cache.canonical_json({"experiment": name, **asdict(run.config)})):
+        raise cache.CacheError(f"{name}/{tag}: the configuration in its manifest is not the one its key was made "
+                               f"from (edited?). Regenerate it with `{run.command}`")
+    return manifest
 
 
 def stored_tags(root: Path | None = None) -> list[tuple[str, str]]:
@@ -142,7 +156,8 @@ def stored_tags(root: Path | None = None) -> list[tuple[str, str]]:
 
 
 def verify(root: Path | None = None) -> list[tuple[str, str, str]]:
-    """Check every stored result: (experiment, tag, "ok" or the problem), in file order."""
+    """Check every stored result: (experiment, tag, "ok" or the problem), in file order, then every anomaly of the
+    folder (:func:`anomalies`) as (path, "", problem)."""
     rows = []
     for name, tag in stored_tags(root):
         try:
@@ -150,7 +165,42 @@ def verify(root: Path | None = None) -> list[tuple[str, str, str]]:
             rows.append((name, tag, "ok"))
         except cache.CacheError as err:
             rows.append((name, tag, str(err)))
-    return rows
+    return rows + [(str(path), "", problem) for path, problem in anomalies(root)]
+
+
+def anomalies(root: Path | None = None) -> list[tuple[Path, str]]:
+    """What in the results folder is not a stored result: the folder missing or empty, symbolic links, temporary
+    files of interrupted writes, data files that no manifest lists (a deleted manifest, an interrupted save), and any
+    other file. The checkpoints of stopped runs (``.checkpoints/``) and README files are expected."""
+    root = root or cache.RESULTS_DIR
+    if not root.is_dir():
+        return [(root, "the results folder is missing: clone the repository again, or run the experiments")]
+    out, listed = [], set()
+    for manifest in sorted(root.glob("*/*.json")):
+        try:
+            files = cache.read_manifest(manifest.parent.name, manifest.stem, root)["files"]
+            listed |= {manifest.parent / f for f in files}
+        except cache.CacheError:
+            pass                                    # verify's row for this result says what is wrong with it
+    if not listed and not any(root.glob("*/*.json")):
+        out.append((root, "the results folder holds no results"))
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if rel.parts[0] == ".checkpoints" or path.name == "README.md" and not path.is_symlink():
+            continue
+        if path.is_symlink():
+            out.append((path, "a symbolic link: results are plain files inside the folder (remove it)"))
+        elif path.is_dir():
+            if len(rel.parts) > 1:
+                out.append((path, "an unexpected folder (results are <experiment>/<tag>.json + .npz)"))
+        elif path.name.endswith(".tmp"):
+            out.append((path, "a temporary file of an interrupted write (delete it)"))
+        elif path.suffix == ".npz" and path not in listed:
+            out.append((path, "a data file that no manifest lists (a deleted manifest or an interrupted save): "
+                              "delete it, or run the experiment again"))
+        elif path.suffix not in (".json", ".npz") or len(rel.parts) != 2:
+            out.append((path, "an unexpected file"))
+    return out
 
 
 def shipped_cost(root: Path | None = None) -> dict[tuple[str, str], tuple[float, int]]:
@@ -158,10 +208,13 @@ def shipped_cost(root: Path | None = None) -> dict[tuple[str, str], tuple[float,
     out = {}
     for name, tag in stored_tags(root):
         try:
-            wall = float(cache.read_manifest(name, tag, root)["provenance"]["wall_time_s"])
+            manifest = cache.read_manifest(name, tag, root)
+            wall = float(manifest["provenance"]["wall_time_s"])
         except (cache.CacheError, KeyError, TypeError, ValueError):    # unreadable: `verify` and `list` say so
             continue
-        out[(name, tag)] = (wall, sum(p.stat().st_size for p in cache.paths(name, tag, root) if p.exists()))
+        folder, manifest_path = cache.paths(name, tag, root)
+        files = [manifest_path] + [folder / f for f in manifest["files"] if f == Path(f).name]
+        out[(name, tag)] = (wall, sum(p.stat().st_size for p in files if p.is_file() and not p.is_symlink()))
     return out
 
 

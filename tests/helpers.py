@@ -24,3 +24,13 @@ def rounding(n: int = 10, cond: float = 1.0) -> float:
 
 def rand(*shape, seed=0):
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def stored_data(root, name: str, tag: str):
+    """The data file (.npz) of a stored result, as its manifest names it."""
+    import json
+
+    from ncbook import cache
+
+    folder = root / name
+    return folder / cache.data_file(json.loads((folder / f"{tag}.json").read_text()))

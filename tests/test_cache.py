@@ -7,6 +7,8 @@ import pytest
 
 from ncbook import cache
 
+from helpers import stored_data
+
 
 def _store(root, arrays=None, key="k1", config=None):
     arrays = arrays if arrays is not None else {"a": np.arange(6.0).reshape(2, 3), "steps": np.array([0, 10])}
@@ -17,17 +19,18 @@ def test_round_trip_keeps_arrays_and_records_checksums(tmp_path):
     manifest_path = _store(tmp_path)
     arrays, manifest = cache.load("exp", "tiny", "k1", tmp_path)
     np.testing.assert_array_equal(arrays["a"], np.arange(6.0).reshape(2, 3))
-    assert manifest["files"]["tiny.npz"] == cache.sha256_file(tmp_path / "exp" / "tiny.npz")
+    data = stored_data(tmp_path, "exp", "tiny")
+    assert data.name.startswith("tiny.") and manifest["files"][data.name] == cache.sha256_file(data)
     assert json.loads(manifest_path.read_text())["config"] == {"lr": 0.1}
 
 
 def test_flipping_one_byte_is_detected_and_named(tmp_path):
     _store(tmp_path)
-    data = tmp_path / "exp" / "tiny.npz"
+    data = stored_data(tmp_path, "exp", "tiny")
     raw = bytearray(data.read_bytes())
     raw[len(raw) // 2] ^= 0x01
     data.write_bytes(bytes(raw))
-    with pytest.raises(cache.CacheError, match=r"tiny\.npz is corrupted.*`make exp`"):
+    with pytest.raises(cache.CacheError, match=r"tiny\.\w+\.npz is corrupted.*`make exp`"):
         cache.load("exp", "tiny", "k1", tmp_path, regen="make exp")
 
 
@@ -42,13 +45,13 @@ def test_object_arrays_are_refused_and_pickles_never_loaded(tmp_path):
         _store(tmp_path, arrays={"bad": np.array([{"a": 1}], dtype=object)})
     # a pickled array smuggled into the data file is refused by np.load(allow_pickle=False)
     _store(tmp_path)
-    data = tmp_path / "exp" / "tiny.npz"
+    data = stored_data(tmp_path, "exp", "tiny")
     np.savez(data, a=np.array([{"x": 1}], dtype=object))
     manifest = json.loads((tmp_path / "exp" / "tiny.json").read_text())
-    manifest["files"]["tiny.npz"] = cache.sha256_file(data)
+    manifest["files"][data.name] = cache.sha256_file(data)
     (tmp_path / "exp" / "tiny.json").write_text(json.dumps(manifest))
-    with pytest.raises(ValueError, match="allow_pickle"):
-        cache.load("exp", "tiny", "k1", tmp_path)["a"]
+    with pytest.raises(cache.CacheError, match="does not load as plain arrays.*allow_pickle"):
+        cache.load("exp", "tiny", "k1", tmp_path)
 
 
 def test_atomic_write_keeps_old_content_when_the_writer_fails(tmp_path):

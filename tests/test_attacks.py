@@ -1,0 +1,141 @@
+"""Issue 20's attacks on the runner, the cache and the command line, replayed: each test is one attack that once
+stored a wrong result, lost a good one, crashed with a traceback or hung."""
+
+import numpy as np
+import pytest
+
+from ncbook import cache, runner
+
+
+def test_an_int_and_a_float_name_one_result_in_get_and_the_runner(tmp_path):
+    """`--set lr=1` was stored as lr=1.0 and `get(..., lr=1)` then said it was missing."""
+    runner.run_and_cache("jacot_mlp", "tiny", progress=False, root=tmp_path, lr=1, steps=3)
+    a = runner.get("jacot_mlp", "tiny", root=tmp_path, lr=1, steps=3)
+    b = runner.get("jacot_mlp", "tiny", root=tmp_path, lr=1.0, steps=3)
+    assert [p.name for p in (tmp_path / "jacot_mlp").glob("*.json")] == ["tiny--lr=1.0,steps=3.json"]
+    assert all(np.array_equal(a[k], b[k], equal_nan=True) for k in a)
+    with pytest.raises(ValueError, match="setting lr of jacot_mlp: expected float, got 'fast'"):
+        runner.get("jacot_mlp", "tiny", root=tmp_path, lr="fast")
+    with pytest.raises(ValueError, match="no setting 'lrr'"):
+        runner.get("jacot_mlp", "tiny", root=tmp_path, lrr=1.0)
+    with pytest.raises(cache.CacheError, match=r"--set lr=2.0"):
+        runner.get("jacot_mlp", "tiny", root=tmp_path, lr=2)
+
+
+def _stored(root, **overrides):
+    """One real tiny result in ``root``: its manifest path."""
+    return runner.run_and_cache("jacot_mlp", "tiny", progress=False, root=root, steps=3, **overrides)
+
+
+@pytest.mark.parametrize("kill_at", [1, 2, 3])
+def test_a_rerun_killed_at_any_instant_leaves_the_previous_result_loadable(tmp_path, monkeypatch, kill_at):
+    """A killed `--force` rerun replaced the npz, then the manifest: killed between the two, the old manifest named
+    the new data ("corrupted"). Now the data file is named after its content and the manifest's rename swaps the
+    pair; the kill comes at the data's rename (1), the manifest's (2), or the old data's removal (3)."""
+    manifest = _stored(tmp_path)
+    before = runner.get("jacot_mlp", "tiny", root=tmp_path, steps=3)
+    calls = {"n": 0}
+    real_replace, real_unlink = cache.os.replace, type(manifest).unlink
+
+    def replace(*args):
+        calls["n"] += 1
+        if calls["n"] == kill_at:
+            raise KeyboardInterrupt("killed")
+        return real_replace(*args)
+
+    def unlink(self, *args, **kwargs):
+        if self.suffix == ".npz" and kill_at == 3:
+            raise KeyboardInterrupt("killed")
+        return real_unlink(self, *args, **kwargs)
+
+    monkeypatch.setattr(cache.os, "replace", replace)
+    monkeypatch.setattr(type(manifest), "unlink", unlink)
+    new = {k: v + 1 if v.dtype.kind == "f" else v for k, v in before.items()}     # a different result
+    with pytest.raises(KeyboardInterrupt):
+        cache.save("jacot_mlp", "tiny--steps=3", *_same_manifest_fields(manifest), new,
+                   {"command": "attack"}, tmp_path, {"base_scale": "tiny", "overrides": {"steps": 3}})
+    monkeypatch.undo()
+    after = runner.get("jacot_mlp", "tiny", root=tmp_path, steps=3)
+    expected = before if kill_at < 3 else new             # the pair is the old one, or entirely the new one
+    assert all(np.array_equal(after[k], expected[k], equal_nan=True) for k in before)
+    orphans = [p for p, why in runner.anomalies(tmp_path) if "no manifest lists" in why]
+    assert len(orphans) == (kill_at >= 2)       # 2: the new data, never listed; 3: the old, not yet removed
+
+
+def _same_manifest_fields(manifest_path):
+    import json
+    m = json.loads(manifest_path.read_text())
+    return m["config"], m["key"]
+
+
+def _rows(root):
+    return {(name, tag): status for name, tag, status in runner.verify(root)}
+
+
+@pytest.mark.parametrize("content,match", [("null", "not a JSON object"), ("[1, 2]", "not a JSON object"),
+                                           ('{"experiment": "jacot_mlp", "key": "k", "config": {}, "files": "x.npz",'
+                                            ' "arrays": []}', "'files' should be a dict"),
+                                           ("{", "not valid JSON")])
+def test_verify_and_list_survive_a_malformed_manifest_and_still_check_the_others(tmp_path, content, match, capsys,
+                                                                                 monkeypatch):
+    _stored(tmp_path)
+    (tmp_path / "jacot_mlp" / "tiny.json").write_text(content)
+    rows = _rows(tmp_path)
+    assert rows[("jacot_mlp", "tiny--steps=3")] == "ok"
+    assert match in rows[("jacot_mlp", "tiny")]
+    from ncbook.__main__ import main
+    monkeypatch.setattr(cache, "RESULTS_DIR", tmp_path)
+    assert main(["list"]) == 0 and main(["verify"]) == 1
+    out = capsys.readouterr().out
+    assert "1 of 2 stored results verified" in out
+
+
+def test_verify_reports_every_anomaly_of_the_folder(tmp_path, monkeypatch):
+    manifest = _stored(tmp_path)
+    folder = manifest.parent
+    data = folder / cache.data_file(__import__("json").loads(manifest.read_text()))
+    (folder / ".tiny.json.abc.tmp").write_text("half")                        # an interrupted write
+    (folder / "stray.txt").write_text("?")
+    (folder / "elsewhere.json").symlink_to(manifest)                          # a symbolic link
+    other = _stored(tmp_path, lr=0.5)
+    other_data = folder / cache.data_file(__import__("json").loads(other.read_text()))
+    other.unlink()                                                            # a deleted manifest
+    problems = {p.name: why for p, why in runner.anomalies(tmp_path)}
+    assert "interrupted write" in problems[".tiny.json.abc.tmp"]
+    assert "unexpected file" in problems["stray.txt"]
+    assert "symbolic link" in problems["elsewhere.json"]
+    assert "no manifest lists" in problems[other_data.name]
+    assert data.name not in problems
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert "holds no results" in runner.anomalies(empty)[0][1]
+    assert "is missing" in runner.anomalies(tmp_path / "nowhere")[0][1]
+    from ncbook.__main__ import main
+    monkeypatch.setattr(cache, "RESULTS_DIR", tmp_path / "nowhere")
+    assert main(["verify"]) == 1
+
+
+@pytest.mark.parametrize("attack,match", [
+    ("files_outside", "not a file name inside"), ("dev_zero", "not a file name inside"),
+    ("symlinked_data", "symbolic link"), ("edited_config", "edited"), ("object_array", "does not load as plain"),
+])
+def test_verify_refuses_what_it_once_passed(tmp_path, attack, match):
+    import json
+    manifest = _stored(tmp_path)
+    m = json.loads(manifest.read_text())
+    folder, name = manifest.parent, cache.data_file(m)
+    if attack == "files_outside":
+        m["files"]["../../../../etc/passwd"] = "0" * 64
+    elif attack == "dev_zero":
+        m["files"]["/dev/zero"] = "0" * 64
+    elif attack == "symlinked_data":
+        target = tmp_path / "outside.npz"
+        (folder / name).rename(target)
+        (folder / name).symlink_to(target)
+    elif attack == "edited_config":
+        m["config"]["lr"] = 123.0
+    elif attack == "object_array":
+        np.savez(folder / name, x=np.array([{"a": 1}], dtype=object))
+        m["files"][name] = cache.sha256_file(folder / name)
+    manifest.write_text(json.dumps(m))
+    assert match in _rows(tmp_path)[("jacot_mlp", "tiny--steps=3")]
