@@ -89,6 +89,29 @@ def git_commit() -> str:
         return "unknown"
 
 
+ISA_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_tile")
+"""The instruction-set flags that change which float kernels a CPU runs (recorded when the CPU has them)."""
+
+
+def cpu_description() -> dict:
+    """The CPU model, its instruction-set flags among :data:`ISA_FLAGS`, the kernel level torch dispatches to
+    (e.g. AVX2, AVX512) and the BLAS torch was built with: what decides whether a rerun is bit-identical."""
+    import torch
+
+    model, flags = platform.processor() or platform.machine(), []
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+        model = next((ln.split(":", 1)[1].strip() for ln in info.splitlines() if ln.startswith("model name")), model)
+        have = next((ln.split(":", 1)[1].split() for ln in info.splitlines() if ln.startswith("flags")), [])
+        flags = [f for f in ISA_FLAGS if f in have]
+    except OSError:                                          # not Linux
+        pass
+    blas = next((w.split("=", 1)[1] for w in torch.__config__.show().replace(",", " ").split()
+                 if w.startswith("BLAS_INFO=")), "unknown")
+    return {"cpu_model": model, "cpu_flags": flags, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "blas": blas}
+
+
 def provenance(device: str, seeds: list[int], wall_time_s: float, command: str) -> dict:
     import torch
 
@@ -97,7 +120,7 @@ def provenance(device: str, seeds: list[int], wall_time_s: float, command: str) 
     name = torch.cuda.get_device_name() if device.startswith("cuda") else (platform.processor() or platform.machine())
     return {"git_commit": git_commit(), "ncbook_version": ncbook.__version__, "torch_version": torch.__version__,
             "numpy_version": np.__version__, "python": platform.python_version(), "device": device,
-            "device_name": name, "cpu_threads": torch.get_num_threads(), "seeds": list(seeds),
+            "device_name": name, "cpu_threads": torch.get_num_threads(), **cpu_description(), "seeds": list(seeds),
             "wall_time_s": round(wall_time_s, 2),
             "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "command": command}
 

@@ -6,8 +6,12 @@ function, class and constant it calls or uses, without comments or docstrings)."
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -57,9 +61,37 @@ def run_and_cache(name: str, scale: str, device: str = "cpu", progress: bool = T
 
 
 def execute(run: Run, device: str = "cpu", progress: bool = True, root: Path | None = None) -> Path:
-    """Run a planned :class:`Run` and store its result (with provenance) in the cache; the manifest's path."""
+    """Run a planned :class:`Run` and store its result (with provenance) in the cache; the manifest's path. Two runs
+    of one result at once are refused (:func:`lock`)."""
     ckpt = run.checkpoint(root)
     ckpt.parent.mkdir(parents=True, exist_ok=True)
+    with lock(ckpt.with_suffix(".lock"), run):
+        return _execute(run, ckpt, device, progress, root)
+
+
+@contextlib.contextmanager
+def lock(path: Path, run: Run):
+    """Hold an exclusive lock on ``path`` while a run works (an flock, released by the system when the process ends,
+    however it ends); if another process holds it, refuse with CacheError instead of doing the same work twice."""
+    with open(path, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            raise cache.CacheError(f"{run.name} ({run.tag}) is being computed right now by another process "
+                                   f"({f.read().strip() or 'pid unknown'}): wait for it to finish, or stop it; "
+                                   "a stopped run resumes from its checkpoint", "busy") from None
+        f.seek(0)
+        f.truncate()
+        f.write(f"pid {os.getpid()}")
+        f.flush()
+        try:
+            yield
+        finally:                 # the file stays (deleting it would let two processes lock two files of one name)
+            f.truncate(0)
+
+
+def _execute(run: Run, ckpt: Path, device: str, progress: bool, root: Path | None) -> Path:
     left = _readable_checkpoints(ckpt)
     if left and progress:
         print(f"{run.name}: resuming from the checkpoint{'s' * (len(left) > 1)} of a stopped run: "
@@ -70,7 +102,7 @@ def execute(run: Run, device: str = "cpu", progress: bool = True, root: Path | N
                             f"{run.command} --device {device}")
     manifest = cache.save(run.name, run.tag, {"experiment": run.name, **asdict(run.config)}, run.key, arrays, prov,
                           root, extra={"base_scale": run.scale, "overrides": run.overrides})
-    for part in ckpt.parent.glob(ckpt.stem + ".*"):     # the run's checkpoint and those of its parts
+    for part in ckpt.parent.glob(ckpt.stem + "*.pt"):     # the run's checkpoint and those of its parts
         part.unlink(missing_ok=True)
     return manifest
 
@@ -80,9 +112,23 @@ def run_point(run: Run, device: str, progress: bool = False, threads: int | None
     ``__main__``, because a sweep's spawned workers must import it by name."""
     if threads is not None:       # a worker of a sweep: its share of the CPU threads
         torch.set_num_threads(threads)
+        exit_with_parent()
     t0 = time.perf_counter()
     path = execute(run, device, progress)
     return str(path), time.perf_counter() - t0
+
+
+def exit_with_parent(poll_s: float = 1.0) -> None:
+    """In a sweep's worker process: exit as soon as the process that started it is gone (a killed ``sweep`` would
+    otherwise leave its workers computing, each holding its memory)."""
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
 
 
 def checkpoint_path(name: str, scale: str, root: Path | None = None, **overrides) -> Path:
@@ -93,7 +139,7 @@ def checkpoint_path(name: str, scale: str, root: Path | None = None, **overrides
 def _readable_checkpoints(ckpt: Path) -> list[Path]:
     """The checkpoints a stopped run left for this configuration and code; an unreadable one is refused by name
     rather than failing deep inside the run."""
-    parts = sorted(ckpt.parent.glob(ckpt.stem + ".*"))
+    parts = sorted(ckpt.parent.glob(ckpt.stem + "*.pt"))
     for part in parts:
         try:
             torch.load(part, weights_only=True)

@@ -139,3 +139,69 @@ def test_verify_refuses_what_it_once_passed(tmp_path, attack, match):
         m["files"][name] = cache.sha256_file(folder / name)
     manifest.write_text(json.dumps(m))
     assert match in _rows(tmp_path)[("jacot_mlp", "tiny--steps=3")]
+
+
+def test_manifests_record_the_cpu_its_kernels_and_the_blas(tmp_path):
+    """Manifests said "x86_64" only, while a rerun on an AVX-512 machine differed by 4e-4."""
+    import json
+    prov = json.loads(_stored(tmp_path).read_text())["provenance"]
+    assert prov["cpu_model"] and prov["cpu_capability"] in ("DEFAULT", "AVX2", "AVX512", "ZVECTOR", "VSX", "SVE256")
+    assert isinstance(prov["cpu_flags"], list) and prov["blas"] != "unknown" and prov["cpu_threads"] >= 1
+
+
+def test_a_second_identical_run_is_refused_while_the_first_works(tmp_path):
+    """Two identical runs at once both did the full work, the second "resuming" the first's checkpoint."""
+    import subprocess
+    import sys
+    import time
+    run = runner.Run.of("jacot_mlp", "tiny", steps=3)
+    lock_file = run.checkpoint(tmp_path).with_suffix(".lock")
+    lock_file.parent.mkdir(parents=True)
+    holder = subprocess.Popen([sys.executable, "-c", f"""
+import time
+from ncbook import runner
+with runner.lock(__import__('pathlib').Path({str(lock_file)!r}), runner.Run.of("jacot_mlp", "tiny", steps=3)):
+    print("locked", flush=True)
+    time.sleep(60)
+"""], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        t0 = time.perf_counter()
+        with pytest.raises(cache.CacheError, match=r"being computed right now by another process \(pid \d+\)"):
+            runner.execute(run, root=tmp_path, progress=False)
+        assert time.perf_counter() - t0 < 5 and not list(tmp_path.glob("jacot_mlp/*.json"))
+    finally:
+        holder.kill()
+        holder.wait()
+    runner.execute(run, root=tmp_path, progress=False)          # the lock dies with its process
+    assert runner.get("jacot_mlp", "tiny", root=tmp_path, steps=3)
+
+
+def test_sweep_workers_exit_when_their_parent_dies(tmp_path):
+    """Killing a `sweep` parent left its workers running (~660 MB each)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    parent = subprocess.Popen([sys.executable, "-c", """
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c",
+    "from ncbook import runner; import time; runner.exit_with_parent(0.1); print('ready', flush=True); time.sleep(60)"],
+    stdout=subprocess.PIPE, text=True)
+child.stdout.readline()
+print(child.pid, flush=True)
+time.sleep(60)
+"""], stdout=subprocess.PIPE, text=True)
+    child = int(parent.stdout.readline())
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    for _ in range(100):
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(child, signal.SIGKILL)
+        pytest.fail("the worker outlived its parent by 10 s")
