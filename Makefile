@@ -44,6 +44,9 @@ quick:
 
 notebooks:
 	TQDM_DISABLE=1 $(PY) -m pytest --nbval book -q --nbval-sanitize-with scripts/nbval_sanitize.cfg
+	@echo "again with another BLAS setting: OPENBLAS_CORETYPE unset, one thread"
+	env -u OPENBLAS_CORETYPE OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 TQDM_DISABLE=1 \
+		$(PY) -m pytest --nbval book -q --nbval-sanitize-with scripts/nbval_sanitize.cfg
 
 mutation:
 	$(PY) scripts/mutation_check.py

@@ -16,6 +16,7 @@ import argparse
 import ast
 import itertools
 import multiprocessing
+import shutil
 import sys
 import typing
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -137,9 +138,9 @@ def cmd_run(args) -> int:
     if args.seeds:
         overrides.update(seed_override(exp, cfg_type, args.seeds))
     try:
-        run = Run.of(args.name, args.scale, **overrides)     # the configuration's own checks, before any work
+        run = Run.of(args.name, args.scale, **overrides)     # every setting checked, before any work
     except ValueError as err:
-        raise SystemExit(f"invalid settings for {args.name}: {err}") from None
+        raise SystemExit(str(err)) from None
     device = resolve_device(args.device)
     done = cached_current(run)
     if done is not None and not args.force:
@@ -166,6 +167,9 @@ def cmd_sweep(args) -> int:
     grid = parse_assignments(args.grid or [], exp.config_type(args.scale), multi=True)
     if not grid:
         raise SystemExit("sweep needs at least one --grid key=v1,v2")
+    if args.executor == "slurm" and shutil.which("sbatch") is None:
+        raise SystemExit("--executor slurm needs SLURM (its `sbatch` is not on this machine's PATH); use "
+                         "--executor process or submitit-local here")
     if args.workers < 1 or args.timeout_min < 1:
         raise SystemExit(f"--workers and --timeout-min must be >= 1, got {args.workers} and {args.timeout_min}")
     points = []

@@ -7,6 +7,7 @@ adding or editing an entry here leaves every other result current."""
 
 from __future__ import annotations
 
+import math
 import types
 import typing
 from collections.abc import Callable
@@ -66,6 +67,61 @@ def conform(value, tp):
     raise TypeError(f"expected {getattr(tp, '__name__', tp)}, got {value!r}")
 
 
+AT_LEAST_ONE = {"blur", "epochs", "every", "head_width", "num_layers", "num_linear", "per_class", "power_iters",
+                "record_every", "record_every_epochs", "resnet_depth", "resnet_width", "steps", "width", "batch_size",
+                "depths", "hidden", "relu_widths", "widths"}
+"""Counts and sizes: every value >= 1 (a tuple of them must also be non-empty)."""
+NON_EMPTY = {"depths", "hidden", "relu_widths", "widths", "lrs", "weight_decays", "weight_decays_last", "seeds",
+             "losses", "blurred"}
+"""Grids and lists that need at least one entry."""
+POSITIVE = {"lr", "lrs", "beta", "input_scale"}
+"""Finite and > 0."""
+NON_NEGATIVE = {"weight_decay", "weight_decays", "weight_decay_total", "weight_decays_last", "gamma", "backbone",
+                "num_nonlinear", "blurred"}
+"""Finite and >= 0 (weight decays, counts that may be zero, class indices)."""
+UNIT_INTERVAL = {"momentum": "[0, 1)", "gamma": "[0, 1)", "lr_drops": "(0, 1)"}
+"""Fractions and factors, with their open or closed ends."""
+MAX_SEED = 2 ** 63 - 1
+MAX_MATRIX_BYTES = 8 * 2 ** 30
+"""The largest weight matrix a configuration may ask for (float64), far above any experiment's (a typo guard)."""
+MAX_PATH = 1024
+
+
+def check_settings(cfg) -> None:
+    """Every field of a configuration against its meaning, before any work: ValueError naming each bad setting, the
+    value and what it must be, on one line."""
+    problems = []
+    for f, value in asdict(cfg).items():
+        values = list(value) if isinstance(value, tuple) else [value]
+        nums = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+        if f in NON_EMPTY and isinstance(value, tuple) and not value:
+            problems.append(f"{f} must not be empty")
+        if any(isinstance(v, float) and not math.isfinite(v) for v in nums):
+            problems.append(f"{f} must be finite (got {value})")
+        elif f in AT_LEAST_ONE and any(v < 1 for v in nums):
+            problems.append(f"{f} must be >= 1 (got {value})")
+        elif f in POSITIVE and any(v <= 0 for v in nums):
+            problems.append(f"{f} must be > 0 (got {value})")
+        elif f in NON_NEGATIVE and any(v < 0 for v in nums):
+            problems.append(f"{f} must be >= 0 (got {value})")
+        elif f in UNIT_INTERVAL and any(not (0 <= v < 1 if UNIT_INTERVAL[f] == "[0, 1)" else 0 < v < 1) for v in nums):
+            problems.append(f"{f} must lie in {UNIT_INTERVAL[f]} (got {value})")
+        elif f in ("seed", "seeds") and any(not 0 <= v <= MAX_SEED for v in nums):
+            problems.append(f"{f} must lie in 0..2**63-1 (got {value})")
+        if f == "data_root" and (len(value) > MAX_PATH or any(len(part) > 255 for part in value.split("/"))):
+            problems.append(f"data_root is not a usable path ({len(value)} characters): give the folder that holds "
+                            "the data set")
+    sizes = [v for f in ("widths", "relu_widths", "hidden") for v in getattr(cfg, f, ())]
+    sizes += [v for f in ("width", "head_width", "resnet_width") if isinstance(v := getattr(cfg, f, None), int)]
+    if sizes and all(isinstance(v, int) for v in sizes) and min(sizes) >= 1:
+        biggest = max(sizes) ** 2 * 8                # an upper bound on its largest (square-or-smaller) matrix
+        if biggest > MAX_MATRIX_BYTES:
+            problems.append(f"the widths {sizes} ask for a weight matrix of up to {biggest / 2 ** 30:.3g} GiB; the "
+                            f"limit is {MAX_MATRIX_BYTES // 2 ** 30} GiB")
+    if problems:
+        raise ValueError("; ".join(dict.fromkeys(problems)))
+
+
 @dataclass(frozen=True)
 class Experiment:
     name: str
@@ -100,9 +156,11 @@ class Experiment:
         ``__post_init__``."""
         overrides = self.settings(scale, overrides)
         try:
-            return replace(self.scales[scale], **overrides)
-        except TypeError as err:
-            raise ValueError(f"bad override for {self.name}: {err}") from None
+            cfg = replace(self.scales[scale], **overrides)       # the configuration's own checks
+            check_settings(cfg)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"invalid settings for {self.name}: {err}") from None
+        return cfg
 
     def key(self, cfg) -> str:
         return cache.result_key({"experiment": self.name, **asdict(cfg)}, code_hash(self.run))

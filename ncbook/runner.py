@@ -65,7 +65,9 @@ def execute(run: Run, device: str = "cpu", progress: bool = True, root: Path | N
     of one result at once are refused (:func:`lock`)."""
     ckpt = run.checkpoint(root)
     ckpt.parent.mkdir(parents=True, exist_ok=True)
-    with lock(ckpt.with_suffix(".lock"), run):
+    locks = (root or cache.RESULTS_DIR) / ".locks"
+    locks.mkdir(exist_ok=True)
+    with lock(locks / f"{ckpt.stem}.lock", run):
         return _execute(run, ckpt, device, progress, root)
 
 
@@ -217,7 +219,8 @@ def verify(root: Path | None = None) -> list[tuple[str, str, str]]:
 def anomalies(root: Path | None = None) -> list[tuple[Path, str]]:
     """What in the results folder is not a stored result: the folder missing or empty, symbolic links, temporary
     files of interrupted writes, data files that no manifest lists (a deleted manifest, an interrupted save), and any
-    other file. The checkpoints of stopped runs (``.checkpoints/``) and README files are expected."""
+    other file. The checkpoints of stopped runs (``.checkpoints/``), the runs' lock files (``.locks/``) and README
+    files are expected."""
     root = root or cache.RESULTS_DIR
     if not root.is_dir():
         return [(root, "the results folder is missing: clone the repository again, or run the experiments")]
@@ -232,7 +235,7 @@ def anomalies(root: Path | None = None) -> list[tuple[Path, str]]:
         out.append((root, "the results folder holds no results"))
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root)
-        if rel.parts[0] == ".checkpoints" or path.name == "README.md" and not path.is_symlink():
+        if rel.parts[0] in (".checkpoints", ".locks") or path.name == "README.md" and not path.is_symlink():
             continue
         if path.is_symlink():
             out.append((path, "a symbolic link: results are plain files inside the folder (remove it)"))

@@ -155,7 +155,7 @@ def test_a_second_identical_run_is_refused_while_the_first_works(tmp_path):
     import sys
     import time
     run = runner.Run.of("jacot_mlp", "tiny", steps=3)
-    lock_file = run.checkpoint(tmp_path).with_suffix(".lock")
+    lock_file = tmp_path / ".locks" / f"{run.checkpoint(tmp_path).stem}.lock"
     lock_file.parent.mkdir(parents=True)
     holder = subprocess.Popen([sys.executable, "-c", f"""
 import time
@@ -205,3 +205,41 @@ time.sleep(60)
     else:
         os.kill(child, signal.SIGKILL)
         pytest.fail("the worker outlived its parent by 10 s")
+
+
+@pytest.mark.parametrize("name,setting,match", [
+    ("edge_of_stability", "power_iters=0", "power_iters must be >= 1"),
+    ("edge_of_stability", "lrs=()", "lrs must not be empty"),
+    ("jacot_phases", "weight_decays=(-0.1,)", "weight_decays must be >= 0"),
+    ("jacot_phases", "every=0", "every must be >= 1"),
+    ("trained_ntk", "steps=0", "steps must be >= 1"),
+    ("jacot_mlp", "widths=(64,1000000000000,10)", "ask for a weight matrix of up to"),
+    ("tirer_layerwise", "data_root=" + "x" * 300, "data_root is not a usable path"),
+])
+def test_every_bad_setting_is_refused_in_one_line_before_any_work(name, setting, match, tmp_path, monkeypatch,
+                                                                  capsys):
+    """These stored wrong results (sharpness 0, empty arrays, a negative weight decay) or raised tracebacks."""
+    from ncbook.__main__ import main
+    monkeypatch.setattr(cache, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(runner, "execute", lambda *a, **k: pytest.fail("work started"))
+    with pytest.raises(SystemExit) as err:
+        main(["run", name, "--scale", "tiny", "--device", "cpu", "--set", setting])
+    assert match in str(err.value) and "\n" not in str(err.value) and str(err.value).startswith("invalid settings")
+
+
+def test_huge_seeds_and_a_missing_slurm_are_refused_before_any_work(tmp_path, monkeypatch):
+    from ncbook.__main__ import main
+    monkeypatch.setattr(cache, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(runner, "execute", lambda *a, **k: pytest.fail("work started"))
+    with pytest.raises(SystemExit, match=r"seeds must lie in 0..2\*\*63-1"):
+        main(["run", "jacot_mlp", "--scale", "tiny", "--seeds", "99999999999999999999999"])
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    with pytest.raises(SystemExit, match="needs SLURM"):
+        main(["sweep", "jacot_mlp", "--scale", "tiny", "--grid", "lr=0.1,0.2", "--executor", "slurm"])
+
+
+def test_non_finite_settings_are_refused_through_the_api():
+    with pytest.raises(ValueError, match=r"invalid settings for jacot_mlp: .*lr must be > 0 \(got nan\)"):
+        runner.Run.of("jacot_mlp", "tiny", lr=float("nan"))
+    with pytest.raises(ValueError, match="invalid settings for edge_of_stability: lrs must be finite"):
+        runner.Run.of("edge_of_stability", "tiny", lrs=(float("inf"),))

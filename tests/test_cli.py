@@ -92,8 +92,8 @@ def test_settings_are_checked_against_their_types_before_any_work(results):
         main(["run", "linear_head", "--scale", "tiny", "--device", "cpu", "--seeds", "1", "2"])
     with pytest.raises(SystemExit, match="invalid settings for jacot_mlp: invalid TrainConfig: lr must be > 0"):
         main(["run", "jacot_mlp", "--scale", "tiny", "--device", "cpu", "--set", "lr=-1"])
-    with pytest.raises(SystemExit, match="linear_head stopped: invalid TrainConfig: lr must be > 0"):
-        main(["run", "linear_head", "--scale", "tiny", "--device", "cpu", "--set", "lr=-1"])   # checked by the run
+    with pytest.raises(SystemExit, match=r"invalid settings for linear_head: lr must be > 0 \(got -1.0\)"):
+        main(["run", "linear_head", "--scale", "tiny", "--device", "cpu", "--set", "lr=-1"])   # before the run
     assert not results.exists() or not list(results.glob("*/*.json"))
 
 
