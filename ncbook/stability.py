@@ -14,7 +14,7 @@ import torch
 from .bounds import top_hessian_eigenvalue
 from .nets import MLP
 from .train import (
-    check_finite,
+    check_divergence,
     load_checkpoint,
     one_hot_targets,
     run_steps,
@@ -82,8 +82,7 @@ def gd_with_sharpness(model: MLP, X: torch.Tensor, labels: torch.Tensor, lr: flo
             st["sharpness"].append(top_hessian_eigenvalue(
                 lambda ps: regularised_loss(model, ps, Xd, Y, weight_decay), st["params"], iters=power_iters, seed=k))
         loss = regularised_loss(model, st["params"], Xd, Y, weight_decay)
-        if not torch.isfinite(loss):
-            raise FloatingPointError(f"GD diverged at step {k} (loss {loss.item()}): lr {lr:g} is above 2/sharpness")
+        check_divergence(loss.detach(), k, lr, st["loss"][0] if st["loss"] else None)
         st["loss"].append(float(loss.detach()))
         st["loss_tensor"] = loss
 
@@ -117,7 +116,7 @@ def gd_phases(model: MLP, X: torch.Tensor, labels: torch.Tensor, lr: float, weig
         P = st["params"]
         loss0 = regularised_loss(model, P, Xd, Y, 0.0)
         loss = loss0 + weight_penalty(P, weight_decay)
-        check_finite(loss.detach(), k, lr)
+        check_divergence(loss.detach(), k, lr, st["loss"][0] if st["loss"] else None)
         st["grads"] = g0 = torch.autograd.grad(loss0, P)                # data-loss gradients G_l
         if k % every == 0:
             st["D"] = [(P[i + 1].T @ P[i + 1] - P[i] @ P[i].T).detach() for i in pairs]

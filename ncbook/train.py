@@ -242,16 +242,36 @@ def _record(hist: History, outputs: torch.Tensor, loss: torch.Tensor, step: int,
         hist.layers.setdefault(name, []).append(vals)
 
 
-def check_finite(loss: torch.Tensor, step: int, lr: float, params=()) -> None:
-    """Stop a diverged run, naming the step: the loss (checked every step) or a parameter (checked whenever metrics
+DIVERGENCE_FACTOR = 1e4
+"""A run has diverged when its loss is not finite or exceeds this multiple of its value at step 0 (the shipped runs
+never exceed 1.3 times it; a blown-up run passes 10^4 within a few steps)."""
+
+
+def check_divergence(loss: torch.Tensor, step: int, lr: float, initial: torch.Tensor | float | None = None,
+                     params=()) -> None:
+    """Stop a diverged run, naming the step and the cause: the loss (checked every step) is NaN or infinite or
+    above :data:`DIVERGENCE_FACTOR` times ``initial`` (its value at step 0), or a parameter (checked whenever metrics
     are recorded) is NaN or infinite."""
     if not bool(torch.isfinite(loss).all()):
         raise FloatingPointError(f"loss became {loss.tolist()} at step {step}: the run diverged; lower the learning "
                                  f"rate (lr={lr:g}) or the initialisation scale")
+    if initial is not None:
+        limit = DIVERGENCE_FACTOR * torch.as_tensor(initial, dtype=loss.dtype, device=loss.device).clamp_min(1e-8)
+        if bool((loss > limit).any()):
+            worst = float((loss / limit).max()) * DIVERGENCE_FACTOR
+            raise FloatingPointError(f"loss at step {step} is {worst:.3g} times its initial value (limit "
+                                     f"{DIVERGENCE_FACTOR:g}): the run diverged; lower the learning rate (lr={lr:g})")
     for i, p in enumerate(params):
         if not bool(torch.isfinite(p).all()):
             raise FloatingPointError(f"parameter {i} became non-finite at step {step}: the run diverged; lower the "
                                      f"learning rate (lr={lr:g})")
+
+
+def _initial(hists: list[History], now: torch.Tensor) -> torch.Tensor | None:
+    """Each model's loss at step 0 (its first record), shaped like ``now``; None before the first record."""
+    if not hists[0].loss:
+        return None
+    return torch.tensor([h.loss[0] for h in hists], dtype=now.dtype, device=now.device).reshape(now.shape)
 
 
 def momentum_step(params: list[torch.Tensor], grads: list[torch.Tensor], velocity: list[torch.Tensor], lr: float,
@@ -336,7 +356,7 @@ def train_ensemble(ens: Ensemble, x: torch.Tensor, labels: torch.Tensor, cfgs: l
         with torch.no_grad():
             feats, pre = ens.forward_features(x, preactivations=True)
             full = objective(feats[-1], labels)
-            check_finite(full, step, cfg.lr_at(step), ens.parameters())
+            check_divergence(full, step, cfg.lr_at(step), _initial(hists, full), ens.parameters())
             for m, hist in enumerate(hists):
                 _record(hist, feats[-1][m], full[m], step, labels, [f[m] for f in feats],
                         [W[m] for W in ens.weights], [None if p is None else p[m] for p in pre])
@@ -348,7 +368,7 @@ def train_ensemble(ens: Ensemble, x: torch.Tensor, labels: torch.Tensor, cfgs: l
             idx = torch.randperm(N, generator=gen)[:cfg.batch_size].to(x.device)
             xb, yb = x.index_select(0, idx), labels[idx]
         loss = fit(ens(xb), yb).sum()      # the models share no parameter: each gets its own gradient
-        check_finite(loss.detach(), step, cfg.lr_at(step))
+        check_divergence(loss.detach(), step, cfg.lr_at(step), sum(h.loss[0] for h in hists))
         for p in params:
             p.grad = None
         loss.backward()
@@ -411,14 +431,14 @@ def train_module(model: nn.Module, x: torch.Tensor, labels: torch.Tensor, cfg: T
             feats, pre = _features_in_batches(model, x, eval_batch)
             full = data_loss(feats[-1], labels, cfg.loss) + sum(weight_penalty(g["params"], g["weight_decay"])
                                                                 for g in groups)
-            check_finite(full, step, cfg.lr_at(step), params)
+            check_divergence(full, step, cfg.lr_at(step), _initial([hist], full), params)
             _record(hist, feats[-1], full, step, labels, feats, model.weights, pre)
 
     def update(step: int) -> None:
         model.train()
         idx = torch.randperm(N, generator=gen)[:cfg.batch_size or N].to(x.device)
         loss = data_loss(model(x[idx]), labels[idx], cfg.loss)
-        check_finite(loss.detach(), step, cfg.lr_at(step))
+        check_divergence(loss.detach(), step, cfg.lr_at(step), hist.loss[0] if hist.loss else None)
         for group in opt.param_groups:
             group["lr"] = cfg.lr_at(step)
         opt.zero_grad(set_to_none=True)

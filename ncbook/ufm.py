@@ -32,10 +32,10 @@ class UFM:
             raise ValueError(f"need K >= 2 classes of n >= 1 samples, got K={self.K}, n={self.n}")
         if self.d < self.K:
             raise ValueError(f"the models need d >= K (Theorem 2.2), got d={self.d} < K={self.K}")
-        if not self.lam_W > 0:
-            raise ValueError(f"lam_W must be > 0 (W*(H) needs it), got {self.lam_W}")
-        if not self.lam_H >= 0:
-            raise ValueError(f"lam_H must be >= 0, got {self.lam_H}")
+        if not 0 < self.lam_W < np.inf:
+            raise ValueError(f"lam_W must be finite and > 0 (W*(H) needs it), got {self.lam_W}")
+        if not 0 <= self.lam_H < np.inf:
+            raise ValueError(f"lam_H must be finite and >= 0, got {self.lam_H}")
         if not self.beta >= 0 or not np.isfinite(self.beta):
             raise ValueError(f"beta must be finite and >= 0 (0: model (1)), got {self.beta}")
 
@@ -68,9 +68,24 @@ def check_features(H: np.ndarray, p: UFM, name: str = "H") -> np.ndarray:
     return H
 
 
+def check_classifier(W: np.ndarray, p: UFM) -> np.ndarray:
+    """``W`` as a finite float64 K x d array, or ValueError naming the expected shape."""
+    W = np.asarray(W, dtype=np.float64)
+    if W.shape != (p.K, p.d):
+        raise ValueError(f"W must be K x d = {p.K} x {p.d}, got {W.shape}")
+    if not np.isfinite(W).all():
+        raise ValueError("W contains NaN or inf")
+    return W
+
+
 def objective(W: np.ndarray, H: np.ndarray, p: UFM, H0: np.ndarray | None = None) -> float:
     """f(W, H; H0) of eq. (2); eq. (1) when beta = 0:
     ||WH - Y||^2/(2Kn) + lam_W ||W||^2/(2K) + lam_H ||H||^2/(2Kn) + beta ||H - H0||^2/(2Kn)."""
+    W, H = check_classifier(W, p), check_features(H, p)
+    if p.beta:
+        if H0 is None:
+            raise ValueError("model (2) (beta > 0) needs the input features H0")
+        H0 = check_features(H0, p, "H0")
     Y, N = targets(p.K, p.n), p.N
     f = (np.sum((W @ H - Y) ** 2) / (2 * N) + p.lam_W * np.sum(W ** 2) / (2 * p.K)
          + p.lam_H * np.sum(H ** 2) / (2 * N))
@@ -133,6 +148,7 @@ def solve_model1(p: UFM, seed: int = 0, scale: float = 0.1, tol: float = 1e-14) 
 
 def optimal_W(H: np.ndarray, p: UFM) -> np.ndarray:
     """W*(H) = Y H^T (H H^T + n lam_W I_d)^{-1}, the minimiser over W of eq. (1) or (2) (footnote 4)."""
+    H = check_features(H, p)
     A = H @ H.T + p.n * p.lam_W * np.eye(p.d)
     return np.linalg.solve(A, H @ targets(p.K, p.n).T).T
 
@@ -162,11 +178,13 @@ def central_path_gradient(H: np.ndarray, p: UFM) -> np.ndarray:
 
 def stationarity_residual(H: np.ndarray, H0: np.ndarray, p: UFM) -> np.ndarray:
     """Kn grad L(H) + beta (H - H0): zero exactly at the stationary points of eq. (2)."""
+    H0 = check_features(H0, p, "H0")
     return central_path_gradient(H, p) + p.beta * (H - H0)
 
 
 def proximal_objective(H: np.ndarray, H0: np.ndarray, p: UFM) -> float:
     """L(H) + beta ||H - H0||^2/(2Kn): minimising it over H is minimising eq. (2)."""
+    H0 = check_features(H0, p, "H0")
     return central_path_loss(H, p) + p.beta * np.sum((H - H0) ** 2) / (2 * p.N)
 
 
@@ -205,6 +223,8 @@ def flow(H0: np.ndarray, p: UFM, t_end: float, num: int = 200, rtol: float = 1e-
     C = (Sigma_W + Sigma~_B + mu I)^{-1}. The quantities of the theorem are then read without cancellation or
     exponential amplification: e^{2 lam_H t} tr Sigma_W = ||G||^2/(Kn)."""
     H0 = check_features(H0, p, "H0")
+    if not 0 < t_end < np.inf or num < 2:
+        raise ValueError(f"need a finite t_end > 0 and num >= 2 times, got t_end={t_end}, num={num}")
     d, K, n, N, mu = p.d, p.K, p.n, p.N, p.lam_W / p.K
     M0 = H0.reshape(d, K, n).mean(2)
     G0 = H0 - np.repeat(M0, n, axis=1)
@@ -241,6 +261,8 @@ def beta_threshold_nc1(p: UFM) -> float:
 def layerwise(H0: np.ndarray, p: UFM, depth: int) -> list[np.ndarray]:
     """H_0, H_1, ..., H_depth with H_{l+1} the minimiser of eq. (2) for the input H_l: one layer added at a time
     on top of fixed ones (Sec. 4 after Corollary 4.2; the layer-wise training of Sec. 6)."""
+    if depth < 0:
+        raise ValueError(f"depth is a number of layers, >= 0; got {depth}")
     Hs = [check_features(H0, p, "H0")]
     for _ in range(depth):
         Hs.append(solve_model2(Hs[-1], p)[1])

@@ -243,3 +243,68 @@ def test_non_finite_settings_are_refused_through_the_api():
         runner.Run.of("jacot_mlp", "tiny", lr=float("nan"))
     with pytest.raises(ValueError, match="invalid settings for edge_of_stability: lrs must be finite"):
         runner.Run.of("edge_of_stability", "tiny", lrs=(float("inf"),))
+
+
+@pytest.mark.parametrize("name,overrides", [
+    ("tirer_layerwise", {"lr": 1e9}), ("jacot_mlp", {"lr": 3.0}), ("linear_head", {"lr": 50.0}),
+    ("edge_of_stability", {"lrs": (50.0,)}), ("trained_ntk", {"lrs": (50.0,)}),
+])
+def test_a_blown_up_run_stops_with_the_reason_and_stores_nothing(tmp_path, name, overrides):
+    """These stored losses up to 1e202 as a valid result (or died in ARPACK), and `verify` passed them."""
+    with pytest.raises(FloatingPointError, match=r"at step \d+ is .* times its initial value.*diverged"):
+        runner.run_and_cache(name, "tiny", progress=False, root=tmp_path, **overrides)
+    assert not list(tmp_path.rglob("*.json")) and not list(tmp_path.rglob("*.npz"))
+    assert not list(tmp_path.rglob("*.pt"))                    # no checkpoint resumes the blow-up
+
+
+def test_a_diverging_runs_checkpoints_are_removed(tmp_path, monkeypatch):
+    """A run that checkpointed before it blew up leaves no checkpoint behind."""
+    from ncbook import train
+    real = train.check_divergence
+
+    def blows_up_late(loss, step, *args, **kwargs):
+        if step == 40:
+            raise FloatingPointError("loss at step 40 is 1e9 times its initial value: the run diverged")
+        return real(loss, step, *args, **kwargs)
+
+    monkeypatch.setattr(train, "check_divergence", blows_up_late)
+    with pytest.raises(FloatingPointError):
+        runner.run_and_cache("jacot_mlp", "tiny", progress=False, root=tmp_path)   # checkpoints every 3 steps
+    assert not list(tmp_path.rglob("*.pt")) and not list(tmp_path.rglob("*.json"))
+
+
+def test_the_apis_reject_bad_input_in_bounded_time_and_memory():
+    """Each of these hung, took 7 GB, returned NaN or a silently wrong answer."""
+    import time
+
+    import torch
+
+    from ncbook import data, metrics, ufm
+    Z = torch.randn(6, 3, dtype=torch.float64)
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match="100000001 classes but only 2 samples"):
+        metrics.nc1_trace_ratio(Z[:2], torch.tensor([0, 10**8]))
+    assert time.perf_counter() - t0 < 1
+    with pytest.raises(ValueError, match="too large for float64"):
+        metrics.nc1_trace_ratio(Z * 1e200, torch.tensor([0, 0, 1, 1, 2, 2]))
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        metrics.simplex_etf_gram(1)
+    with pytest.raises(ValueError, match="labels must be integers"):
+        metrics.StreamingClassStats(3, 3).update(Z[:2], np.array([0.5, 1.0]))
+    with pytest.raises(ValueError, match="per_class must be 1..500"):
+        data.mnist5k(per_class=10**6)
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        data.gaussian_mixture(3, 4, 5, within=float("nan"))
+    p = ufm.UFM(3, 2, 4, 0.5, 0.1)
+    H0 = np.random.default_rng(0).normal(size=(4, 6))
+    for t_end, num in [(float("nan"), 10), (float("inf"), 10), (1.0, 0), (-1.0, 10)]:
+        with pytest.raises(ValueError, match="finite t_end > 0 and num >= 2"):
+            ufm.flow(H0, p, t_end, num)
+    with pytest.raises(ValueError, match="depth is a number of layers"):
+        ufm.layerwise(H0, p, -1)
+    with pytest.raises(ValueError, match=r"W must be K x d = 3 x 4"):
+        ufm.objective(np.zeros((4, 3)), H0, p)
+    with pytest.raises(ValueError, match=r"H must be d x Kn = 4 x 6"):
+        ufm.optimal_W(H0.T, p)
+    with pytest.raises(ValueError, match="lam_W must be finite"):
+        ufm.UFM(3, 2, 4, float("inf"), 0.1)

@@ -58,7 +58,7 @@ def test_gaussian_mixture_spread_controls_nc1():
     assert tight < 1e-3 < loose
     # tr Sigma_W / tr Sigma_B ~ within^2 / (between^2 (K-1)/K): check the order of magnitude
     assert 0.3 < loose / (1.0 / (3 / 4)) < 3
-    with pytest.raises(ValueError, match="non-negative"):
+    with pytest.raises(ValueError, match="finite and >= 0"):
         data.gaussian_mixture(3, 5, 2, within=-1)
 
 

@@ -319,9 +319,9 @@ def test_theorem_5_1_first_order_error_is_second_order_in_one_over_beta():
 def test_bad_parameters_fail_clearly():
     with pytest.raises(ValueError, match="d >= K"):
         ufm.UFM(5, 2, 3, 0.5, 0.5)
-    with pytest.raises(ValueError, match="lam_W must be > 0"):
+    with pytest.raises(ValueError, match="lam_W must be finite and > 0"):
         ufm.UFM(3, 2, 4, 0.0, 0.5)
-    with pytest.raises(ValueError, match="lam_H must be >= 0"):
+    with pytest.raises(ValueError, match="lam_H must be finite and >= 0"):
         ufm.UFM(3, 2, 4, 0.5, -1.0)
     p = ufm.UFM(3, 2, 4, 0.5, 0.5, beta=10)
     with pytest.raises(ValueError, match="must be d x Kn"):
