@@ -102,15 +102,13 @@ def _execute(run: Run, ckpt: Path, device: str, progress: bool, root: Path | Non
     try:
         arrays = get_experiment(run.name).run(run.config, device=device, progress=progress, checkpoint=ckpt)
     except FloatingPointError:              # diverged: nothing is stored, and no checkpoint resumes the blow-up
-        for part in ckpt.parent.glob(ckpt.stem + "*.pt"):
-            part.unlink(missing_ok=True)
+        _remove(_parts(ckpt))
         raise
     prov = cache.provenance(device, list(getattr(run.config, "seeds", [])), time.perf_counter() - t0,
                             f"{run.command} --device {device}")
     manifest = cache.save(run.name, run.tag, {"experiment": run.name, **asdict(run.config)}, run.key, arrays, prov,
                           root, extra={"base_scale": run.scale, "overrides": run.overrides})
-    for part in ckpt.parent.glob(ckpt.stem + "*.pt"):     # the run's checkpoint and those of its parts
-        part.unlink(missing_ok=True)
+    _remove(_parts(ckpt))
     return manifest
 
 
@@ -143,10 +141,20 @@ def checkpoint_path(name: str, scale: str, root: Path | None = None, **overrides
     return Run.of(name, scale, **overrides).checkpoint(root)
 
 
+def _parts(ckpt: Path) -> list[Path]:
+    """The run's checkpoint and those of its parts (``train.part_checkpoint``)."""
+    return sorted(ckpt.parent.glob(ckpt.stem + "*.pt"))
+
+
+def _remove(paths: list[Path]) -> None:
+    for path in paths:
+        path.unlink(missing_ok=True)
+
+
 def _readable_checkpoints(ckpt: Path) -> list[Path]:
     """The checkpoints a stopped run left for this configuration and code; an unreadable one is refused by name
     rather than failing deep inside the run."""
-    parts = sorted(ckpt.parent.glob(ckpt.stem + "*.pt"))
+    parts = _parts(ckpt)
     for part in parts:
         try:
             torch.load(part, weights_only=True)
