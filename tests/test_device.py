@@ -1,0 +1,78 @@
+"""Every experiment honours ``device`` for every tensor (issue 20, item 8).
+
+Without a GPU, :mod:`simdevice` simulates a second device on the CPU: a tensor on it is a CPU tensor with a tag,
+and any operation that mixes it with a CPU tensor fails as it would on CUDA. Each experiment's tiny scale runs
+with ``device="meta"`` under the simulation; for the quick ones the result must match a plain CPU run, since every
+computation is the CPU's: the training bit for bit, the float64 metrics to 1e-12 (the simulation copies tensors
+that a CPU run shares with numpy, and LAPACK's last bits depend on memory layout and alignment). The first tests
+break the rules on purpose to show the simulation catches each kind of mistake, and lets through what CUDA allows.
+With CUDA present, each tiny scale also runs on the GPU and gives arrays of the CPU run's names and shapes."""
+import numpy as np
+import pytest
+import torch
+from simdevice import DeviceMismatch, simulated_device
+
+from ncbook import data, nets
+from ncbook.registry import EXPERIMENTS
+
+FAST = ["linear_head", "jacot_phases", "edge_of_stability", "trained_ntk", "tirer_layerwise"]
+
+
+def test_simulation_catches_a_factory_call_without_device():
+    with simulated_device(), pytest.raises(DeviceMismatch, match="mixes devices"):
+        x = torch.ones(3, 4, device="meta")
+        x @ torch.randn(4, 2)                     # drawn on the default device, not x's
+
+
+def test_simulation_catches_a_module_left_on_the_cpu():
+    with simulated_device(), pytest.raises(DeviceMismatch, match="addmm"):
+        torch.nn.Linear(4, 2)(torch.ones(3, 4, device="meta"))
+
+
+def test_simulation_catches_cpu_labels_indexed_on_the_device_and_numpy():
+    with simulated_device():
+        X, y = data.digits(device="meta")
+        assert X.device == y.device == torch.device("meta")
+        with pytest.raises(DeviceMismatch, match="index"):
+            torch.arange(10)[y]                                   # CUDA refuses device indices into a CPU tensor
+        with pytest.raises(DeviceMismatch, match="numpy"):
+            X.numpy()
+        assert X.cpu().numpy().shape == X.shape                  # .cpu() first is fine
+
+
+def test_simulation_allows_what_cuda_allows():
+    with simulated_device() as sim:
+        x = torch.arange(12.0).reshape(3, 4).to("meta")
+        x[torch.tensor([0, 2])] += torch.tensor(1.0)               # CPU indices and 0-dim CPU tensors mix freely
+        head = nets.MLP([4, 3, 2], 1).to(x)                         # Module.to(tensor) follows the tensor
+        out = head(x)
+        onehot = torch.nn.functional.one_hot(torch.tensor([0, 1, 1], device="meta"), 2)   # made by a C++ kernel
+        ((out - onehot) ** 2).sum().backward()
+        torch.optim.SGD(head.parameters(), lr=0.1, momentum=0.9).step()
+        assert all(sim.holds(p) and sim.holds(p.grad) for p in head.parameters())
+        assert out.device == torch.device("meta") and out.detach().cpu().device == torch.device("cpu")
+
+
+def _arrays(name: str, device: str) -> dict[str, np.ndarray]:
+    e = EXPERIMENTS[name]
+    return e.run(e.config("tiny"), device=device, progress=False)
+
+
+@pytest.mark.parametrize("name", list(EXPERIMENTS))
+def test_experiment_honours_device(name):
+    with simulated_device():
+        simulated = _arrays(name, "meta")
+    if name in FAST:                          # the simulation computes on the CPU: the same numbers
+        plain = _arrays(name, "cpu")
+        assert simulated.keys() == plain.keys()
+        for k in plain:
+            np.testing.assert_allclose(simulated[k], plain[k], rtol=1e-12, atol=0, err_msg=f"{name}: {k}")
+        if "loss" in plain:
+            np.testing.assert_array_equal(simulated["loss"], plain["loss"])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("name", list(EXPERIMENTS))
+def test_experiment_runs_on_cuda(name):
+    gpu, cpu = _arrays(name, "cuda"), _arrays(name, "cpu")
+    assert {k: np.shape(v) for k, v in gpu.items()} == {k: np.shape(v) for k, v in cpu.items()}
