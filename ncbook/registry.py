@@ -11,7 +11,7 @@ import math
 import types
 import typing
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 
 import numpy as np
 
@@ -85,6 +85,9 @@ MAX_SEED = 2 ** 63 - 1
 MAX_MATRIX_BYTES = 8 * 2 ** 30
 """The largest weight matrix a configuration may ask for (float64), far above any experiment's (a typo guard)."""
 MAX_PATH = 1024
+RUNTIME_SETTINGS = ("data_root", "download")
+"""Settings that say where the data comes from, not what is computed: they are not part of a result's key or tag
+(a result made with ``--set data_root=...`` is the result of the scale; the manifest records them)."""
 
 
 def check_settings(cfg) -> None:
@@ -162,8 +165,14 @@ class Experiment:
             raise ValueError(f"invalid settings for {self.name}: {err}") from None
         return cfg
 
+    def computed(self, cfg) -> dict:
+        """What a result depends on: the experiment's name and its configuration with every runtime setting
+        (:data:`RUNTIME_SETTINGS`) at its default; this is what its key hashes and its manifest records."""
+        defaults = {f.name: f.default for f in fields(cfg) if f.name in RUNTIME_SETTINGS}
+        return {"experiment": self.name, **asdict(replace(cfg, **defaults))}
+
     def key(self, cfg) -> str:
-        return cache.result_key({"experiment": self.name, **asdict(cfg)}, code_hash(self.run))
+        return cache.result_key(self.computed(cfg), code_hash(self.run))
 
 
 _EOS_SCALES = {                       # edge_of_stability and trained_ntk train the same networks

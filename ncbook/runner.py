@@ -13,20 +13,22 @@ import os
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from . import cache
-from .registry import get_experiment
+from .registry import RUNTIME_SETTINGS, get_experiment
 
 
 @dataclass(frozen=True)
 class Run:
     """One experiment at one scale with its overrides, planned once: the configuration (built and checked by
-    :meth:`of`), the result's tag and key, and the command that makes it."""
+    :meth:`of`), the result's tag and key, and the command that makes it. ``overrides`` are the settings that change
+    the result; ``runtime`` the ones that only say where the data is (:data:`~ncbook.registry.RUNTIME_SETTINGS`),
+    which the configuration uses but the tag and key leave out."""
 
     name: str
     scale: str
@@ -34,15 +36,18 @@ class Run:
     config: object
     tag: str
     key: str
+    runtime: dict = field(default_factory=dict)
 
     @classmethod
     def of(cls, name: str, scale: str = "cpu", **overrides) -> Run:
         """Plan a run; an unknown experiment, scale or setting, or a setting its configuration refuses, raises
         ValueError (KeyError for the experiment) before any work."""
         exp = get_experiment(name)
-        overrides = exp.settings(scale, overrides)
-        cfg = exp.config(scale, **overrides)
-        return cls(name, scale, overrides, cfg, str(cache.Tag.of(scale, overrides)), exp.key(cfg))
+        settings = exp.settings(scale, overrides)
+        cfg = exp.config(scale, **settings)
+        computed = {k: v for k, v in settings.items() if k not in RUNTIME_SETTINGS}
+        runtime = {k: v for k, v in settings.items() if k in RUNTIME_SETTINGS}
+        return cls(name, scale, computed, cfg, str(cache.Tag.of(scale, computed)), exp.key(cfg), runtime)
 
     @property
     def command(self) -> str:
@@ -105,9 +110,10 @@ def _execute(run: Run, ckpt: Path, device: str, progress: bool, root: Path | Non
         _remove(_parts(ckpt))
         raise
     prov = cache.provenance(device, list(getattr(run.config, "seeds", [])), time.perf_counter() - t0,
-                            f"{run.command} --device {device}")
-    manifest = cache.save(run.name, run.tag, {"experiment": run.name, **asdict(run.config)}, run.key, arrays, prov,
-                          root, extra={"base_scale": run.scale, "overrides": run.overrides})
+                            regen_command(run.name, run.scale, run.overrides | run.runtime) + f" --device {device}")
+    extra = {"base_scale": run.scale, "overrides": run.overrides} | ({"runtime": run.runtime} if run.runtime else {})
+    manifest = cache.save(run.name, run.tag, get_experiment(run.name).computed(run.config), run.key, arrays, prov,
+                          root, extra=extra)
     _remove(_parts(ckpt))
     return manifest
 
@@ -205,7 +211,7 @@ def check_stored(name: str, tag: str, root: Path | None = None) -> dict:
                                f"`{run.command}`")
     cache.load(name, tag, run.key, root, run.command)              # key, checksums, arrays
     recorded = json.loads(cache.canonical_json(manifest["config"]))
-    if recorded != json.loads(cache.canonical_json({"experiment": name, **asdict(run.config)})):
+    if recorded != json.loads(cache.canonical_json(get_experiment(name).computed(run.config))):
         raise cache.CacheError(f"{name}/{tag}: the configuration in its manifest is not the one its key was made "
                                f"from (edited?). Regenerate it with `{run.command}`")
     return manifest

@@ -1,6 +1,8 @@
 """ncbook.runner: results are made only by running, loaded only when current, and the shipped ones verify and fit the
 budget."""
 
+import json
+
 import pytest
 
 from ncbook import cache, registry, runner
@@ -45,3 +47,21 @@ def test_shipped_results_fit_the_budget():
     assert cost and all(tag.split("--")[0] == "cpu" for _, tag in cost)
     assert sum(w for w, _ in cost.values()) <= 3 * 3600
     assert sum(b for _, b in cost.values()) <= 50e6
+
+
+def test_runtime_settings_are_not_part_of_the_result(tmp_path):
+    """Where the data comes from (data_root, download) is recorded, but names neither the tag nor the key: a result
+    stored with --set data_root=... is the scale's result."""
+    results = tmp_path / "results"
+    run = runner.Run.of("jacot_mlp", "tiny", data_root=str(tmp_path / "elsewhere"), download=True, steps=20)
+    plain = runner.Run.of("jacot_mlp", "tiny", steps=20)
+    assert (run.tag, run.key, run.overrides) == (plain.tag, plain.key, plain.overrides) == (plain.tag, plain.key,
+                                                                                          {"steps": 20})
+    assert run.runtime == {"data_root": str(tmp_path / "elsewhere"), "download": True}
+    assert run.config.data_root == str(tmp_path / "elsewhere")          # the run itself still reads from there
+    manifest = runner.execute(run, progress=False, root=results)
+    assert runner.get("jacot_mlp", "tiny", root=results, steps=20)["loss"].size
+    assert runner.verify(results) == [("jacot_mlp", "tiny--steps=20", "ok")]
+    recorded = json.loads(manifest.read_text())
+    assert recorded["runtime"] == run.runtime and recorded["config"]["data_root"] == "~/data"
+    assert "--set data_root=" in recorded["provenance"]["command"]
