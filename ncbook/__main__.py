@@ -23,7 +23,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 
 from tqdm.auto import tqdm
 
-from . import cache
+from . import cache, cost
 from .registry import EXPERIMENTS, SCALES, conform, get_experiment
 from .runner import (
     Run,
@@ -104,8 +104,8 @@ def cmd_list(args) -> int:
             for scale, note in exp.notes.items():
                 print(f"  [{scale}] {note}")
         return 0
-    cost = shipped_cost()
-    rows = [("experiment", "scale", "status", "wall time", "size", "description")]
+    shipped, device = shipped_cost(), resolve_device(args.device)
+    rows = [("experiment", "scale", "status", "wall time", "size", "FLOPs", f"est. {device}", "description")]
     for name, exp in EXPERIMENTS.items():      # every scale, then the stored sweep points and overrides
         for tag in [*exp.scales, *(t for n, t in stored_tags() if n == name and t not in exp.scales)]:
             try:
@@ -113,17 +113,30 @@ def cmd_list(args) -> int:
                 status = "cached"
             except cache.CacheError as err:
                 status = {"missing": "not cached"}.get(err.kind, err.kind)
-            rows.append((name, tag, status, *_cost_columns(cost, name, tag), exp.description if tag == "tiny" else ""))
+            rows.append((name, tag, status, *_cost_columns(shipped, name, tag), *_estimate(name, tag, device),
+                         exp.description if tag == "tiny" else ""))
     _table(rows)
-    total_wall = sum(w for w, _ in cost.values())
-    total_size = sum(b for _, b in cost.values())
-    print(f"\n{len(cost)} stored results: {total_wall / 60:.1f} min of recorded wall time, {total_size / 1e6:.2f} MB")
+    print(f"\nFLOPs: the matrix products of training and recording; est. {device}: those at this {device}'s measured "
+          "large-product rate plus each step's per-layer overhead (ncbook/cost.py); real runs take 1-6x longer")
+    total_wall = sum(w for w, _ in shipped.values())
+    total_size = sum(b for _, b in shipped.values())
+    print(f"{len(shipped)} stored results: {total_wall / 60:.1f} min of recorded wall time, {total_size / 1e6:.2f} MB")
     left = sorted((cache.RESULTS_DIR / ".checkpoints").glob("*.pt"))
     if left:
         print(f"{len(left)} checkpoint file(s) of stopped runs in {left[0].parent} "
               f"({sum(f.stat().st_size for f in left) / 1e6:.1f} MB): the same command resumes each run; those made "
               "before a change to its settings or code are never used again and can be deleted")
     return 0
+
+
+def _estimate(name: str, tag: str, device: str) -> tuple[str, str]:
+    """FLOPs and estimated time of one result (a scale, or a scale with overrides), from its configuration."""
+    stem = cache.Tag.parse(tag)
+    try:
+        c = cost.estimate(get_experiment(name).config(stem.scale, **dict(stem.overrides)))
+    except (ValueError, TypeError):           # a stored point whose settings no longer exist: verify reports it
+        return "", ""
+    return cost.human(c.flops), cost.duration(cost.seconds(c, device))
 
 
 def _cost_columns(cost: dict, name: str, tag: str) -> tuple[str, str]:
@@ -275,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     ls = sub.add_parser("list", help="experiments, scales, and whether each result is cached / stale")
     ls.add_argument("--notes", action="store_true", help="instead, each experiment's assumptions and deviations "
                     "from its paper, scale by scale")
+    ls.add_argument("--device", default="auto", help="the device the time estimates are for: cpu, cuda, cuda:N or "
+                    "auto (default)")
     r = sub.add_parser("run", help="run one experiment at one scale and cache its result")
     s = sub.add_parser("sweep", help="run an experiment over a grid of settings")
     for q in (r, s):

@@ -178,6 +178,7 @@ class Experiment:
 _EOS_SCALES = {                       # edge_of_stability and trained_ntk train the same networks
     "tiny": EdgeOfStability(widths=(64, 16, 12, 12, 10), per_class=3, lrs=(0.05,), steps=20, every=10, power_iters=5),
     "cpu": EdgeOfStability(),
+    "gpu": EdgeOfStability(per_class=None, widths=(64, 512, 256, 256, 256, 10), steps=20_000, every=500),
     "paper": EdgeOfStability(per_class=None, widths=(64, 512, 256, 256, 256, 10), steps=20_000, every=500),
 }
 
@@ -191,13 +192,21 @@ EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
                                 weight_decays=(1e-3, 1e-2), seeds=(0, 1), steps=60, lr=0.05, momentum=0.0,
                                 record_every=20, dtype="float64"),
             "cpu": MLPCollapse(),
+            "gpu": MLPCollapse(dataset="mnist5k", per_class=500, widths=(784,) + (1024,) * 8 + (10,),
+                               num_nonlinear=5, weight_decays=(1.8e-3,), seeds=(0, 1, 2), steps=400_000, lr=1e-3,
+                               batch_size=128, momentum=0.0, record_every=20_000),
             "paper": MLPCollapse(dataset="mnist", per_class=None, widths=(784,) + (1024,) * 8 + (10,),
-                                 num_nonlinear=5, weight_decays=(1.8e-3,), seeds=(0, 1, 2, 3, 4), steps=100_000,
-                                 lr=1e-3, batch_size=128, momentum=0.0, record_every=1000),
+                                 num_nonlinear=5, weight_decays=(1.8e-3,), seeds=(0, 1, 2, 3, 4), steps=4_690_000,
+                                 lr=1e-3, batch_size=128, momentum=0.0, record_every=46_900),
         },
-        notes={"paper": "Jacot et al. App. A: 5 non-linear + 4 linear layers, weight decay 0.0018, lr 0.001, "
+        notes={"gpu": "Fig. 4's network (784, 8 x 1024, 10; 5 non-linear layers), weight decay 0.0018, lr 0.001, on "
+                        "MNIST-5k: 400,000 SGD steps of batch 128 = 10,240 epochs' worth of samples, the paper's 10,000"
+                        " epochs (batches drawn at random, not in shuffled passes); 3 seeds instead of 5 to fit 10 "
+                        "minutes.",
+               "paper": "Jacot et al. App. A: 5 non-linear + 4 linear layers, weight decay 0.0018, lr 0.001, "
                         "10,000 epochs, 5 runs. Width, optimiser and batch size are not stated in the text; "
-                        "width 1024, plain SGD with batch 128 are our assumptions (steps cover far fewer epochs)."},
+                        "width 1024, plain SGD with batch 128 are our assumptions: 4,690,000 steps = 10,000 epochs "
+                        "of 469 batches (drawn at random, not in shuffled passes), a record every 100 epochs."},
     ),
     Experiment(
         name="linear_head",
@@ -207,10 +216,14 @@ EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
             "tiny": HeadDepth(depths=(1, 2), weight_decays=(0.0, 1e-2), dataset="digits", per_class=10,
                               relu_widths=(16,), head_width=8, steps=20, record_every=10),
             "cpu": HeadDepth(),
+            "gpu": HeadDepth(depths=(1, 2, 3, 4, 5, 6), dataset="mnist5k", per_class=500, relu_widths=(512, 512),
+                             head_width=512, steps=10_000, lr=0.05, record_every=500),
             "paper": HeadDepth(depths=(1, 2, 3, 4, 5, 6), dataset="mnist", per_class=None, relu_widths=(512, 512),
                                head_width=512, steps=20_000, lr=0.05, record_every=500),
         },
-        notes={"paper": "Not a figure of either paper: the same sweep on full MNIST with wide layers, for a GPU."},
+        notes={"gpu": "Not a figure of either paper: the sweep of chapter 1 with 512-wide layers on all of MNIST-5k, "
+                        "full batch, float64.",
+               "paper": "Not a figure of either paper: the same sweep on full MNIST with wide layers, for a GPU."},
     ),
     Experiment(
         name="jacot_bounds",
@@ -220,10 +233,14 @@ EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
             "tiny": HeadBounds(depths=(2, 3), weight_decays=(1e-3, 1e-2), dataset="digits", per_class=10,
                                relu_widths=(16,), head_width=12, steps=30, record_every=10),
             "cpu": HeadBounds(),
+            "gpu": HeadBounds(depths=(2, 3, 4, 5, 6), dataset="mnist5k", per_class=500, relu_widths=(1024,) * 5,
+                              head_width=1024, steps=3000, lr=0.05, record_every=500),
             "paper": HeadBounds(depths=(2, 3, 4, 5, 6), dataset="mnist", per_class=None, relu_widths=(1024,) * 5,
                                 head_width=1024, steps=20_000, lr=0.05, record_every=1000),
         },
-        notes={"paper": "Jacot et al. Fig. 2 setting (5 non-linear layers, 1-5 linear) at width 1024, full batch; "
+        notes={"gpu": "Fig. 2's network (5 non-linear layers of 1024, 1-5 linear) on MNIST-5k, full batch, 3,000 "
+                        "steps, float64; width and optimiser are our assumptions, as at the paper scale.",
+               "paper": "Jacot et al. Fig. 2 setting (5 non-linear layers, 1-5 linear) at width 1024, full batch; "
                         "widths and optimiser are our assumptions."},
     ),
     Experiment(
@@ -234,23 +251,27 @@ EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
             "tiny": GDPhases(widths=(64, 40, 16, 12, 10), per_class=4, lrs=(0.01,), weight_decays=(0.05,), steps=40,
                              every=10),
             "cpu": GDPhases(),
+            "gpu": GDPhases(per_class=None, widths=(64, 2048, 256, 128, 128, 10), steps=50_000, every=500),
             "paper": GDPhases(per_class=None, widths=(64, 2048, 256, 128, 128, 10), steps=200_000, every=500),
         },
-        notes={"paper": "the paper has no such experiment; this is the full digits set with a wider first layer"},
+        notes={'gpu': "The paper scale's network on all 1,797 digits, 50,000 full-batch GD steps instead of 200,000.",
+               "paper": "the paper has no such experiment; this is the full digits set with a wider first layer"},
     ),
     Experiment(
         name="edge_of_stability",
         description="full-batch GD at three learning rates; top Hessian eigenvalue vs 2/lr (Sec. 5.2)",
         run=run_edge_of_stability,
         scales=_EOS_SCALES,
-        notes={"paper": "Jacot et al. discuss but do not run this; a larger version for a GPU"},
+        notes={'gpu': "The paper scale's networks and length (20,000 steps) on all 1,797 digits.",
+               "paper": "Jacot et al. discuss but do not run this; a larger version for a GPU"},
     ),
     Experiment(
         name="trained_ntk",
         description="edge_of_stability's networks: NTK norm, sharpness and head conditioning at the end (Prop 5.3)",
         run=run_trained_ntk,
         scales=_EOS_SCALES,
-        notes={"paper": "the larger edge_of_stability networks; the NTK norm is matrix-free (Lanczos on J J^T)"},
+        notes={'gpu': "The paper scale's networks and length on all 1,797 digits.",
+               "paper": "the larger edge_of_stability networks; the NTK norm is matrix-free (Lanczos on J J^T)"},
     ),
     # ---- Part IV: the experiments of both papers
     Experiment(
@@ -261,10 +282,15 @@ EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
             "tiny": HeadDepthSweep(dataset="digits", per_class=10, num_nonlinear=2, depths=(1, 2), width=16,
                                    seeds=(0,), steps=20, record_every=10),
             "cpu": HeadDepthSweep(),
+            "gpu": HeadDepthSweep(dataset="mnist5k", per_class=500, width=1024, seeds=(0, 1, 2), steps=40_000,
+                                  lr=1e-3, momentum=0.0, batch_size=128, record_every=2000),
             "paper": HeadDepthSweep(dataset="mnist", per_class=None, width=1024, seeds=(0, 1, 2, 3, 4),
                                     steps=100_000, lr=1e-3, momentum=0.0, batch_size=128, record_every=2000),
         },
-        notes={"paper": "Jacot et al. Sec. 6: MNIST, 5 non-linear layers, 1-5 linear, weight decay 0.001 and 0.004, "
+        notes={"gpu": "Fig. 2 (left) at the paper's widths (1024), weight decays 0.001/0.004 and lr 0.001 on "
+                        "MNIST-5k: 40,000 SGD steps of batch 128 (about 1,000 epochs' worth; the paper states no "
+                        "length), 3 seeds instead of 5.",
+               "paper": "Jacot et al. Sec. 6: MNIST, 5 non-linear layers, 1-5 linear, weight decay 0.001 and 0.004, "
                         "lr 0.001, 5 runs. Width, optimiser, batch and length are not stated: width 1024, SGD with "
                         "batch 128 for 100k steps (~213 epochs) are our assumptions."},
     ),
@@ -276,11 +302,17 @@ EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
             "tiny": ResNetHeadDepth(per_class=4, resnet_width=4, head_width=12, depths=(1, 2), weight_decays=(1e-3,),
                                     epochs=2, batch_size=20, record_every_epochs=1),
             "cpu": ResNetHeadDepth(),
+            "gpu": ResNetHeadDepth(dataset="mnist5k", per_class=500, resnet_depth=20, resnet_width=16,
+                                   head_width=256, seeds=(0,), epochs=300, batch_size=128, lr=1e-3, momentum=0.0,
+                                   record_every_epochs=30),
             "paper": ResNetHeadDepth(dataset="cifar10", per_class=None, resnet_depth=20, resnet_width=16,
                                      head_width=256, seeds=(0, 1, 2, 3, 4), epochs=5000, batch_size=128, lr=1e-3,
                                      momentum=0.0, record_every_epochs=100),
         },
-        notes={"paper": "Jacot et al. Sec. 6: ResNet20 on CIFAR-10, one non-linear head layer and 1-6 linear, weight "
+        notes={"gpu": "Fig. 5's setting (ResNet20, width 16, a 256-wide head) on MNIST-5k: 300 epochs of SGD batch "
+                        "128, lr 0.001, instead of the paper's 5,000 on CIFAR-10 (--set dataset=cifar10 where it is "
+                        "present); one seed.",
+               "paper": "Jacot et al. Sec. 6: ResNet20 on CIFAR-10, one non-linear head layer and 1-6 linear, weight "
                         "decay 0.001/0.004, lr 0.001, 5000 epochs. Head width and batch size are our assumptions. "
                         "Fig. 5 (MNIST): --set dataset=mnist."},
     ),
@@ -292,11 +324,16 @@ EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
             "tiny": NonlinearDepthSweep(dataset="digits", per_class=10, depths=(3, 4), num_linear=1, width=16,
                                         seeds=(0,), lrs=(0.01,), steps=20, record_every=10),
             "cpu": NonlinearDepthSweep(lrs=(0.005, 0.01), steps=3000),
+            "gpu": NonlinearDepthSweep(dataset="mnist5k", per_class=500, width=1024, lrs=(1e-3, 2e-3),
+                                       seeds=(0, 1, 2), steps=20_000, momentum=0.0, batch_size=128, init="default",
+                                       record_every=2000),
             "paper": NonlinearDepthSweep(dataset="mnist", per_class=None, width=1024, lrs=(1e-3, 2e-3),
                                          seeds=(0, 1, 2, 3, 4), steps=100_000, momentum=0.0, batch_size=128,
                                          init="default", record_every=2000),
         },
-        notes={"paper": "Jacot et al. Sec. 6: non-linear depth 4-12 (first two layers = backbone), lr 0.001 or "
+        notes={"gpu": "Fig. 3 at width 1024, lr 0.001/0.002, weight decay 0.016/L on MNIST-5k: 20,000 SGD steps of "
+                        "batch 128 (about 500 epochs' worth), 3 seeds.",
+               "paper": "Jacot et al. Sec. 6: non-linear depth 4-12 (first two layers = backbone), lr 0.001 or "
                         "0.002, 5 runs, weight decay 0.016/L. Linear-head depth, width and optimiser are not stated; "
                         "3 linear layers, width 1024, SGD batch 128 are our assumptions."},
     ),
@@ -308,9 +345,12 @@ EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
             "tiny": LayerwiseTraining(dataset="digits", per_class=10, width=16, num_layers=3, epochs=1, batch_size=32,
                                       seeds=(0,)),
             "cpu": LayerwiseTraining(),
+            "gpu": LayerwiseTraining(dataset="mnist5k", per_class=500, width=3072, seeds=(0, 1, 2)),
             "paper": LayerwiseTraining(dataset="cifar10", per_class=None, width=3072, seeds=(0,)),
         },
-        notes={"paper": "Tirer et al. App. E.1 exactly: CIFAR-10, 10 hidden layers of 3072 units with batch norm, "
+        notes={"gpu": "App. E.1 exactly (10 layers of 3072 with batch norm, 3 epochs of Adam per layer, lr 1e-4, "
+                        "batch 256) on MNIST-5k instead of CIFAR-10.",
+               "paper": "Tirer et al. App. E.1 exactly: CIFAR-10, 10 hidden layers of 3072 units with batch norm, "
                         "3 epochs of Adam (lr 1e-4, batch 256, cross-entropy) per added layer."},
     ),
     Experiment(
@@ -321,10 +361,15 @@ EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
             "tiny": WeightDecayAblation(dataset="digits", per_class=10, hidden=(16, 16), seeds=(0,), epochs=2,
                                         batch_size=32, record_every_epochs=1),
             "cpu": WeightDecayAblation(hidden=(128, 128, 128), epochs=60, record_every_epochs=5),
+            "gpu": WeightDecayAblation(dataset="mnist5k", per_class=500, arch="resnet18", batch_size=256,
+                                       epochs=100, record_every_epochs=5, seeds=(0,)),
             "paper": WeightDecayAblation(dataset="cifar10", per_class=None, arch="resnet18", batch_size=256,
                                          epochs=100, record_every_epochs=5),
         },
-        notes={"paper": "Tirer et al. Sec. 6 / App. E.2 exactly: ResNet18, SGD batch 256, lr 0.05 / 10 every 40 "
+        notes={"gpu": "App. E.2 exactly (ResNet18, SGD batch 256, lr 0.05 / 10 at 40% and 80%, momentum 0.9, weight "
+                        "decay 5e-4, 100 epochs, MSE and CE) on MNIST-5k, one seed (each further seed: --seeds N, 8 "
+                        "more minutes).",
+               "paper": "Tirer et al. Sec. 6 / App. E.2 exactly: ResNet18, SGD batch 256, lr 0.05 / 10 every 40 "
                         "epochs, momentum 0.9, weight decay 5e-4, 100 epochs, 3 seeds. Figs. 4-5 and Table 1's "
                         "MNIST columns: --set dataset=mnist --set per_class=3000 (or 5000)."},
     ),
@@ -336,10 +381,14 @@ EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
             "tiny": BlurredClasses(dataset="digits", per_class=10, hidden=(16, 16), blur=3, seeds=(0,), epochs=2,
                                    batch_size=32, record_every_epochs=1),
             "cpu": BlurredClasses(hidden=(128, 128, 128), epochs=60, record_every_epochs=5),
+            "gpu": BlurredClasses(dataset="mnist5k", per_class=500, arch="resnet18", batch_size=256, epochs=100,
+                                  record_every_epochs=5),
             "paper": BlurredClasses(dataset="mnist", per_class=3000, arch="resnet18", batch_size=256, epochs=100,
                                     record_every_epochs=5),
         },
-        notes={"paper": "Tirer et al. App. E.2: ResNet18 on MNIST with 3K samples per class, digits 4 and 9 blurred "
+        notes={"gpu": "App. E.2's blur experiment (ResNet18, 100 epochs, last-layer weight decay 5e-4, 5e-5, 0) on "
+                        "MNIST-5k, 500 per class instead of 3,000, 3 seeds.",
+               "paper": "Tirer et al. App. E.2: ResNet18 on MNIST with 3K samples per class, digits 4 and 9 blurred "
                         "by a 9x9 uniform kernel, last-layer weight decay 5e-4, 5e-5, 0, baseline schedule."},
     ),
 )}
