@@ -13,7 +13,7 @@ FLOORS = [
     {"bounds", "compare"},                                    # bounds and the readers of results
     {"stability"},
     {"experiments", "reproduce"},                             # the code that produces results
-    {"registry"},                                             # configuration as data
+    {"registry", "cost"},                                     # configuration as data, and what it costs
     {"runner", "plotting"},
     {"interactive", "__main__"},
 ]
