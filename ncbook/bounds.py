@@ -20,8 +20,12 @@ from .train import one_hot_targets
 
 
 def op_norm(A: torch.Tensor) -> float:
-    """Largest singular value."""
-    return float(torch.linalg.matrix_norm(A.detach().double(), ord=2))
+    """Largest singular value: the SVD's, or from metrics.LANCZOS_MIN_DIM on a Lanczos iteration of matrix-vector
+    products (:func:`ncbook.metrics.operator_norm`), so the bounds cost a few products at the papers' widths."""
+    A = A.detach().double()
+    if min(A.shape) >= metrics.LANCZOS_MIN_DIM:
+        return float(metrics.operator_norm(A))
+    return float(torch.linalg.matrix_norm(A, ord=2))
 
 
 def kappa(A: torch.Tensor, rank: int | None = None) -> float:

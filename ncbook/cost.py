@@ -142,7 +142,8 @@ def _resnet_head(c: ResNetHeadDepth) -> Cost:
     n, shape = num_samples(c.dataset, c.per_class), DATASETS[c.dataset][1]
     bb, dim = backbone_flops(c.resnet_depth, c.resnet_width, shape), 4 * c.resnet_width
     copies = len(c.seeds) * len(c.weight_decays)
-    return sum((_epochs(bb + mlp_flops((dim, *(c.head_width,) * (depth + 1), 10)), c.resnet_depth + depth + 1,
+    return sum((_epochs(bb + mlp_flops((dim, *(c.head_width,) * (c.num_nonlinear + depth - 1), 10)),
+                        c.resnet_depth + c.num_nonlinear + depth,
                         copies, c.epochs, c.batch_size, c.record_every_epochs, n) for depth in c.depths), Cost(0.0))
 
 

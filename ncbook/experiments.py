@@ -161,6 +161,8 @@ class HeadDepth(OneSeed):
     lr: float = 0.2
     record_every: int = 50
     seed: int = 0
+    data_root: str = "~/data"           # full MNIST (dataset="mnist") is read from here ...
+    download: bool = False              # ... and downloaded there only if this is set
 
     def __post_init__(self):
         if not self.depths or min(self.depths) < 1:
@@ -172,7 +174,7 @@ class HeadDepth(OneSeed):
         return MLPCollapse(dataset=self.dataset, per_class=self.per_class, widths=widths,
                            num_nonlinear=len(self.relu_widths), weight_decays=self.weight_decays, seeds=(self.seed,),
                            steps=self.steps, lr=self.lr, momentum=0.0, lr_drops=(), record_every=self.record_every,
-                           dtype="float64")
+                           dtype="float64", data_root=self.data_root, download=self.download)
 
 
 def run_head_depth(cfg: HeadDepth, device: str = "cpu", progress: bool = True,
@@ -218,6 +220,8 @@ class HeadBounds(OneSeed):
     lr_drops: tuple[float, ...] = (0.8,)
     record_every: int = 100
     seed: int = 0
+    data_root: str = "~/data"           # full MNIST (dataset="mnist") is read from here ...
+    download: bool = False              # ... and downloaded there only if this is set
 
     def __post_init__(self):
         if not self.depths or min(self.depths) < 2:
@@ -229,7 +233,7 @@ def run_head_bounds(cfg: HeadBounds, device: str = "cpu", progress: bool = True,
     """Train every (depth, weight decay) network and evaluate Theorem 3.1 on it: arrays [depth, weight decay] for
     each of :data:`BOUND_FIELDS`, plus the training loss and error [depth, weight decay, record]."""
 
-    X, y = load_data(cfg.dataset, cfg.per_class, 0, device, torch.float64)
+    X, y = load_data(cfg.dataset, cfg.per_class, 0, device, torch.float64, cfg.data_root, cfg.download)
     out: dict[str, list] = {name: [] for name in (*BOUND_FIELDS, "loss", "train_error")}
     for depth in cfg.depths:
         widths = [X.shape[1], *cfg.relu_widths, *(cfg.head_width,) * (depth - 1), 10]

@@ -16,12 +16,13 @@ Nothing here forms or inverts a ``d x d`` matrix: every class-mean direction lie
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 import torch
+from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
 
 GlobalMean = Literal["samples", "class_means"]
 ArrayLike = torch.Tensor | np.ndarray
@@ -571,31 +572,77 @@ def nc3_etf_distance(features: ClassStats | ArrayLike, W: ArrayLike, labels: Arr
 # weights and non-linearity (Jacot et al. Sec. 6)
 
 
-def _op_norm(A: torch.Tensor) -> torch.Tensor:
-    """Largest singular value; for a tall or wide matrix (e.g. N x d features) from the eigenvalues of the small
-    Gram matrix (d x d), which is many times cheaper than the SVD of A and as accurate for the top value."""
+LANCZOS_MIN_DIM = 256
+"""From this size on, operator norms come from Lanczos iterations (a few dozen products with the matrix) instead of a
+dense eigen- or singular-value decomposition, whose cubic cost dominates from about here on (on 2 cores: 50 ms
+against 64 ms at 256, 0.35 s against 13 s for a balancedness at 1024)."""
+
+
+def _symmetricoperator_norm(matvec: Callable[[torch.Tensor], torch.Tensor], n: int, like: torch.Tensor) -> float | None:
+    """max |eigenvalue| of the symmetric n x n operator ``matvec`` (applied to n x 1 tensors like ``like``): ARPACK's
+    Lanczos iteration to machine precision from a seeded random start vector; None if it does not converge."""
+    def mv(v: np.ndarray) -> np.ndarray:
+        return matvec(torch.as_tensor(v.reshape(n, 1), dtype=like.dtype, device=like.device)).cpu().numpy()
+
+    v0 = np.random.default_rng(0).standard_normal(n)
+    try:
+        top = eigsh(LinearOperator((n, n), matvec=mv, dtype=np.float64), k=1, which="LM", v0=v0, tol=0,
+                    return_eigenvectors=False)
+    except (ArpackError, ArpackNoConvergence):
+        return None
+    return float(abs(top[0]))
+
+
+def operator_norm(A: torch.Tensor) -> torch.Tensor:
+    """Largest singular value. From LANCZOS_MIN_DIM on, the square root of the top eigenvalue of the smaller Gram
+    operator v -> A^T (A v) (or A (A^T v)), by Lanczos; below, the SVD, or for a tall or wide matrix the eigenvalues of
+    the small Gram matrix, which is many times cheaper than the SVD of A and as accurate for the top value."""
     m, n = A.shape
+    if min(m, n) >= LANCZOS_MIN_DIM:
+        gram = (lambda v: A.T @ (A @ v)) if m >= n else (lambda v: A @ (A.T @ v))
+        top = _symmetricoperator_norm(gram, min(m, n), A)
+        if top is not None:
+            return torch.tensor(top, dtype=A.dtype).sqrt()
     if max(m, n) < 2 * min(m, n):
         return torch.linalg.matrix_norm(A, ord=2)
     G = A.T @ A if m > n else A @ A.T
     return torch.linalg.eigvalsh(G)[-1].clamp_min(0).sqrt()
 
 
+def _gram_difference_norm(A: torch.Tensor, B: torch.Tensor) -> float:
+    """||A^T A - B B^T||_op; from LANCZOS_MIN_DIM on by Lanczos on v -> A^T (A v) - B (B^T v), four matrix-vector
+    products per step and no d x d matrix formed."""
+    d = A.shape[1]
+    if d >= LANCZOS_MIN_DIM:
+        top = _symmetricoperator_norm(lambda v: A.T @ (A @ v) - B @ (B.T @ v), d, A)
+        if top is not None:
+            return top
+    return float(torch.linalg.matrix_norm(A.T @ A - B @ B.T, ord=2))
+
+
 def balancedness(W_next: ArrayLike, W: ArrayLike) -> float:
     """||W_{l+1}^T W_{l+1} - W_l W_l^T||_op / min(||W_{l+1}^T W_{l+1}||_op, ||W_l W_l^T||_op)  (Jacot et al. Sec. 6).
 
-    ``W`` is W_l (d_l x d_{l-1}) and ``W_next`` is W_{l+1} (d_{l+1} x d_l); 0 means exactly balanced.
+    ``W`` is W_l (d_l x d_{l-1}) and ``W_next`` is W_{l+1} (d_{l+1} x d_l); 0 means exactly balanced. From
+    d_l = LANCZOS_MIN_DIM on no d_l x d_l matrix is formed: the Grams' norms are the weights' squared norms,
+    ||W^T W||_op = ||W||_op^2, and every norm is a Lanczos iteration of matrix-vector products, so a record costs a
+    few products at the papers' widths.
     """
     A = _as_tensor(W_next, "W_next").to(torch.float64)
     B = _as_tensor(W, "W").to(A.device, torch.float64)
     if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
         raise ValueError(f"W_next (d_(l+1) x d_l) and W (d_l x d_(l-1)) must chain: got {tuple(A.shape)} and "
                          f"{tuple(B.shape)}")
-    G_next, G = A.T @ A, B @ B.T
-    denom = torch.minimum(_op_norm(G_next), _op_norm(G))
-    if float(denom) == 0.0:
+    if A.shape[1] < LANCZOS_MIN_DIM:
+        G_next, G = A.T @ A, B @ B.T
+        denom = float(torch.minimum(operator_norm(G_next), operator_norm(G)))
+    else:
+        denom = float(torch.minimum(operator_norm(A), operator_norm(B))) ** 2
+    if denom == 0.0:
         raise ValueError("a weight matrix is zero, so balancedness is undefined")
-    return float(_op_norm(G_next - G) / denom)
+    if A.shape[1] < LANCZOS_MIN_DIM:
+        return float(operator_norm(G_next - G)) / denom
+    return _gram_difference_norm(A, B) / denom
 
 
 def negativity(preactivations: ArrayLike) -> float:
@@ -603,10 +650,10 @@ def negativity(preactivations: ArrayLike) -> float:
     Z = _as_tensor(preactivations, "preactivations").to(torch.float64)
     if Z.ndim != 2:
         raise ValueError(f"preactivations must be 2-D, got shape {tuple(Z.shape)}")
-    norm = _op_norm(Z)
+    norm = operator_norm(Z)
     if float(norm) == 0.0:
         raise ValueError("preactivations are all zero, so negativity is undefined")
-    return float(_op_norm(Z - torch.relu(Z)) / norm)
+    return float(operator_norm(Z - torch.relu(Z)) / norm)
 
 
 # ----------------------------------------------------------------------------------------------------------------

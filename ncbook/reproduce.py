@@ -116,9 +116,10 @@ def run_head_depth_sweep(cfg: HeadDepthSweep, device: str = "cpu", progress: boo
 
 @dataclass(frozen=True)
 class ResNetHeadDepth:
-    """Jacot et al. Sec. 6, Fig. 2 right and Fig. 5: a ResNet backbone (depth ``resnet_depth``, base width
-    ``resnet_width``) followed by one ReLU layer and L2 linear layers of width ``head_width``, for every L2 in
-    ``depths``; MSE loss, SGD with weight decay on every parameter, lr dropped ten-fold at 80%."""
+    """Jacot et al. Sec. 6, Figs. 1, 2 right and 5: a ResNet backbone (depth ``resnet_depth``, base width
+    ``resnet_width``) followed by ``num_nonlinear`` ReLU layers and L2 linear layers of width ``head_width``, for
+    every L2 in ``depths`` (Fig. 1: 3 and 3; Figs. 2 and 5: 1 and 1-6); MSE loss, SGD with weight decay on every
+    parameter, lr dropped ten-fold at 80%."""
 
     dataset: str = "mnist5k"
     per_class: int | None = 50
@@ -136,6 +137,7 @@ class ResNetHeadDepth:
     record_every_epochs: int = 10
     data_root: str = "~/data"
     download: bool = False
+    num_nonlinear: int = 1
 
     def __post_init__(self):
         if not self.depths or min(self.depths) < 1:
@@ -144,8 +146,8 @@ class ResNetHeadDepth:
 
 def run_resnet_head_depth(cfg: ResNetHeadDepth, device: str = "cpu", progress: bool = True,
                           checkpoint: Path | None = None) -> dict[str, np.ndarray]:
-    """Arrays [depth, seed, weight decay, record(, layer)]; layer 0 is the backbone's output, layer 1 the ReLU layer,
-    then the linear head; padded with NaN."""
+    """Arrays [depth, seed, weight decay, record(, layer)]; layer 0 is the backbone's output, layers 1 to
+    ``num_nonlinear`` the ReLU layers, then the linear head; padded with NaN."""
     X, y = _image_data(cfg.dataset, cfg.per_class, device, cfg.data_root, cfg.download, flatten=False)
     per_epoch = math.ceil(len(y) / cfg.batch_size)
     runs = []
@@ -155,7 +157,8 @@ def run_resnet_head_depth(cfg: ResNetHeadDepth, device: str = "cpu", progress: b
             for wd in cfg.weight_decays:
                 torch.manual_seed(seed)
                 backbone, dim = resnet_backbone(cfg.resnet_depth, X.shape[1], cfg.resnet_width)
-                model = BackboneHead(backbone, dim, [cfg.head_width] * depth + [10], 1).to(device)
+                widths = [cfg.head_width] * (cfg.num_nonlinear + depth - 1) + [10]
+                model = BackboneHead(backbone, dim, widths, cfg.num_nonlinear).to(device)
                 tc = TrainConfig(steps=cfg.epochs * per_epoch, lr=cfg.lr, weight_decay=wd, momentum=cfg.momentum,
                                  batch_size=cfg.batch_size, lr_drops=cfg.lr_drops,
                                  record_every=cfg.record_every_epochs * per_epoch)
@@ -165,7 +168,7 @@ def run_resnet_head_depth(cfg: ResNetHeadDepth, device: str = "cpu", progress: b
         runs.append(_stack_histories(hists, (len(cfg.seeds), len(cfg.weight_decays))))
     out = {"depths": np.array(cfg.depths), "seeds": np.array(cfg.seeds), "weight_decays": np.array(cfg.weight_decays),
            "steps": runs[0]["steps"], "epochs": runs[0]["steps"] / per_epoch,
-           "num_layers": np.array([d + 2 for d in cfg.depths])}
+           "num_layers": np.array([d + cfg.num_nonlinear + 1 for d in cfg.depths])}
     for name in runs[0]:
         if name != "steps":
             out[name] = _pad_stack([r[name] for r in runs])

@@ -243,7 +243,7 @@ def test_errors_for_labels_out_of_range_dimension_and_degenerate_means():
 @pytest.mark.parametrize("shape", [(600, 40), (40, 600), (30, 30), (50, 35)])
 def test_op_norm_from_the_small_gram_equals_the_svd(shape):
     A = torch.randn(*shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
-    assert abs(float(m._op_norm(A)) / float(torch.linalg.svdvals(A)[0]) - 1) < 1e-12
+    assert abs(float(m.operator_norm(A)) / float(torch.linalg.svdvals(A)[0]) - 1) < 1e-12
 
 
 def test_a_batch_with_nan_or_inf_is_refused_and_huge_finite_values_are_not():
@@ -257,3 +257,30 @@ def test_a_batch_with_nan_or_inf_is_refused_and_huge_finite_values_are_not():
     assert m.check_batch(huge, np.array([0, 1, 0, 1]), 2)[0].shape == (4, 3)
     with pytest.raises(ValueError, match="integers"):
         m.check_batch(Z, np.array([0.0, 1.0, 0.5, 1.0]), 2)
+
+
+@pytest.mark.parametrize("shape", [(400, 300), (300, 800), (256, 256)])
+def test_op_norm_by_lanczos_equals_the_svd(shape):
+    """From LANCZOS_MIN_DIM on the norm comes from Lanczos on the Gram operator, never a dense decomposition."""
+    A = torch.from_numpy(np.random.default_rng(1).normal(size=shape))
+    assert min(shape) >= m.LANCZOS_MIN_DIM
+    assert abs(float(m.operator_norm(A)) / float(torch.linalg.svdvals(A)[0]) - 1) < 1e-12
+
+
+@pytest.mark.parametrize("scale_B", [0.5, 2.0])
+def test_balancedness_by_lanczos_equals_naive(scale_B):
+    """At d_l = 300 (Lanczos path) against the SVD of the formed Grams; with scale_B = 2 the largest-magnitude
+    eigenvalue of W2^T W2 - W1 W1^T is negative, so a solver for the largest algebraic one would fail."""
+    rng = np.random.default_rng(2)
+    W2, W1 = rng.normal(size=(10, 300)) / 17, scale_B * rng.normal(size=(300, 500)) / 22
+    M = W2.T @ W2 - W1 @ W1.T
+    assert (np.abs(np.linalg.eigvalsh(M)).argmax() == 0) == (scale_B > 1)     # the dominant eigenvalue's sign
+    assert m.balancedness(W2, W1) == pytest.approx(naive.balancedness(W2, W1), rel=1e-10)
+
+
+def test_balancedness_by_lanczos_is_zero_for_a_balanced_pair():
+    rng = np.random.default_rng(3)
+    U = np.linalg.qr(rng.normal(size=(300, 300)))[0]
+    V = np.linalg.qr(rng.normal(size=(300, 300)))[0]
+    S = np.diag(rng.uniform(0.5, 2.0, 300))
+    assert m.balancedness(V @ S @ U.T, U @ S @ V.T) == pytest.approx(0, abs=1e-12)
