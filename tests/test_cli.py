@@ -34,6 +34,9 @@ def test_run_list_verify(results, capsys):
     rows = [line.split() for line in out.splitlines()]
     assert ["jacot_mlp", "tiny", "cached"] in [r[:3] for r in rows]
     assert ["jacot_mlp", "cpu", "not", "cached"] in [r[:4] for r in rows]
+    assert "FLOPs" in out and "est. cpu" in out                          # a cost estimate for every scale
+    paper = next(r for r in rows if r[:2] == ["jacot_mlp", "paper"])
+    assert paper[2:4] == ["not", "cached"] and paper[5] == "P" and paper[-1] in ("h", "days")
     assert main(["verify"]) == 0
     assert "1 of 1 stored results verified" in capsys.readouterr().out
     stored_data(results, "jacot_mlp", "tiny").write_bytes(b"garbage")
@@ -196,7 +199,8 @@ def test_list_notes_shows_every_experiments_assumptions(capsys):
     out = capsys.readouterr().out
     from ncbook.registry import EXPERIMENTS, SCALES
 
-    assert SCALES == ("tiny", "cpu", "paper")
+    assert SCALES == ("tiny", "cpu", "gpu", "paper")
+    assert all("[gpu] " in out and "gpu" in exp.notes and "paper" in exp.notes for exp in EXPERIMENTS.values())
     for name, exp in EXPERIMENTS.items():
         assert f"{name}: {exp.description}" in out
         assert all(note in out for note in exp.notes.values())
