@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from . import cache
-from .registry import RUNTIME_SETTINGS, get_experiment
+from .registry import RUNTIME_SETTINGS, SCALES, get_experiment
 
 
 @dataclass(frozen=True)
@@ -294,3 +294,31 @@ def get(name: str, scale: str = "cpu", root: Path | None = None, **overrides) ->
         return cache.load(name, run.tag, run.key, root, run.command)[0]
     except cache.CacheError as err:
         raise cache.CacheError(f"{err} (experiment {name!r}, scale {scale!r})", err.kind) from None
+
+
+BOOK_SCALE_VARIABLE = "NCBOOK_SCALE"
+"""The environment variable that picks the scale the chapters of Part IV show (default ``cpu``)."""
+
+
+def book_scale() -> str:
+    """The scale the chapters show: ``$NCBOOK_SCALE`` or ``cpu``; ValueError for a scale no experiment has."""
+    scale = os.environ.get(BOOK_SCALE_VARIABLE, "cpu")
+    if scale not in SCALES:
+        raise ValueError(f"{BOOK_SCALE_VARIABLE}={scale!r} is not a scale; choose one of {', '.join(SCALES)}")
+    return scale
+
+
+def book_result(name: str, root: Path | None = None, **overrides) -> tuple[dict[str, np.ndarray], object]:
+    """A chapter's result and its configuration at :func:`book_scale`. When that scale is not ``cpu`` and its
+    result is not cached in ``root`` (default: the results folder), say so on one line (with the command that makes
+    it) and fall back to the shipped ``cpu`` result; a missing or stale ``cpu`` result is an error, as with
+    :func:`get`."""
+    scale = book_scale()
+    if scale != "cpu":
+        try:
+            return get(name, scale, root, **overrides), Run.of(name, scale, **overrides).config
+        except cache.CacheError as err:
+            print(f"{name}: no current {scale} result ({err.kind}: make it with "
+                  f"`{Run.of(name, scale, **overrides).command}`); showing the cpu result")
+    return get(name, "cpu", **overrides), Run.of(name, "cpu", **overrides).config
+

@@ -65,3 +65,19 @@ def test_runtime_settings_are_not_part_of_the_result(tmp_path):
     recorded = json.loads(manifest.read_text())
     assert recorded["runtime"] == run.runtime and recorded["config"]["data_root"] == "~/data"
     assert "--set data_root=" in recorded["provenance"]["command"]
+
+
+def test_chapters_show_the_scale_ncbook_scale_names(monkeypatch, capsys):
+    """NCBOOK_SCALE picks the scale of Part IV; a result missing at that scale is named with its command and the
+    section falls back to the shipped cpu result; an unknown scale is refused."""
+    monkeypatch.delenv("NCBOOK_SCALE", raising=False)
+    arrays, cfg = runner.book_result("edge_of_stability")
+    assert runner.book_scale() == "cpu" and cfg == registry.EXPERIMENTS["edge_of_stability"].config("cpu")
+    monkeypatch.setenv("NCBOOK_SCALE", "gpu")
+    gpu_arrays, gpu_cfg = runner.book_result("edge_of_stability", root=cache.RESULTS_DIR / "no-such-folder")
+    assert "edge_of_stability: no current gpu result (missing: make it with `python -m ncbook run edge_of_stability " \
+           "--scale gpu`); showing the cpu result" in capsys.readouterr().out
+    assert gpu_cfg == cfg and gpu_arrays.keys() == arrays.keys()
+    monkeypatch.setenv("NCBOOK_SCALE", "huge")
+    with pytest.raises(ValueError, match="NCBOOK_SCALE='huge' is not a scale; choose one of tiny, cpu, gpu, paper"):
+        runner.book_scale()
