@@ -85,3 +85,24 @@ def test_a_finished_run_leaves_no_checkpoints(tmp_path):
     runner.run_and_cache("tirer_wd_ablation", "tiny", progress=False, root=tmp_path)
     assert not list((tmp_path / ".checkpoints").iterdir())
     assert runner.verify(tmp_path) == [("tirer_wd_ablation", "tiny", "ok")]
+
+
+def test_figure_1_head_has_three_relu_and_three_linear_layers(monkeypatch):
+    """jacot_resnet_fig1: the backbone, then num_nonlinear=3 ReLU layers and 3 linear ones (the last to the classes);
+    negativity is defined exactly on the ReLU layers (1-3), balancedness on the head's consecutive pairs (1-5)."""
+    exp = registry.EXPERIMENTS["jacot_resnet_fig1"]
+    cfg = exp.config("tiny")
+    built = []
+    real = reproduce.BackboneHead
+
+    def spy(backbone, dim, widths, num_nonlinear, **kw):
+        built.append((widths, num_nonlinear))
+        return real(backbone, dim, widths, num_nonlinear, **kw)
+
+    monkeypatch.setattr(reproduce, "BackboneHead", spy)
+    r = exp.run(cfg, progress=False)
+    assert built[0] == ([cfg.head_width] * 5 + [10], 3) and r["num_layers"].tolist() == [7]
+    final = {k: r[k][0, 0, 0, -1] for k in ("negativity", "balancedness")}
+    assert np.isfinite(final["negativity"]).tolist() == [False, True, True, True, False, False, False]
+    assert np.isfinite(final["balancedness"]).tolist() == [False, True, True, True, True, True, False]
+    assert registry.EXPERIMENTS["jacot_resnet_head"].config("cpu").num_nonlinear == 1     # Figs. 2 and 5: one
