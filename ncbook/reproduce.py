@@ -39,6 +39,15 @@ def _pad_stack(parts: list[np.ndarray]) -> np.ndarray:
                      for p in parts])
 
 
+def he_init(mlp: MLP) -> None:
+    """Redraw every weight of ``mlp`` as N(0, 2/fan_in) in its ReLU layers and N(0, 1/fan_in) in its linear ones, so
+    that a deep stack neither shrinks nor blows up the signal (He et al. 2015)."""
+    with torch.no_grad():
+        for i, layer in enumerate(mlp.layers):
+            gain = 2.0 if i < mlp.num_nonlinear else 1.0
+            layer.weight.normal_(0.0, math.sqrt(gain / layer.weight.shape[1]))
+
+
 def _mlp_ensemble(widths: list[int], num_nonlinear: int, seeds: tuple[int, ...], copies: int, device: str,
                   dtype: torch.dtype, init: str = "default", last_bias: bool = False) -> Ensemble:
     """``copies`` models per seed (one per weight decay), each drawn from torch.manual_seed(seed); ``init="he"``
@@ -119,7 +128,7 @@ class ResNetHeadDepth:
     """Jacot et al. Sec. 6, Figs. 1, 2 right and 5: a ResNet backbone (depth ``resnet_depth``, base width
     ``resnet_width``) followed by ``num_nonlinear`` ReLU layers and L2 linear layers of width ``head_width``, for
     every L2 in ``depths`` (Fig. 1: 3 and 3; Figs. 2 and 5: 1 and 1-6); MSE loss, SGD with weight decay on every
-    parameter, lr dropped ten-fold at 80%."""
+    parameter, lr dropped ten-fold at 80%. ``init="he"`` redraws the head's weights (:func:`he_init`)."""
 
     dataset: str = "mnist5k"
     per_class: int | None = 50
@@ -138,10 +147,13 @@ class ResNetHeadDepth:
     data_root: str = "~/data"
     download: bool = False
     num_nonlinear: int = 1
+    init: str = "default"
 
     def __post_init__(self):
         if not self.depths or min(self.depths) < 1:
             raise ValueError(f"depths (linear layers) must be >= 1, got {self.depths}")
+        if self.init not in ("default", "he"):
+            raise ValueError(f"init must be 'default' or 'he', got {self.init!r}")
 
 
 def run_resnet_head_depth(cfg: ResNetHeadDepth, device: str = "cpu", progress: bool = True,
@@ -158,7 +170,10 @@ def run_resnet_head_depth(cfg: ResNetHeadDepth, device: str = "cpu", progress: b
                 torch.manual_seed(seed)
                 backbone, dim = resnet_backbone(cfg.resnet_depth, X.shape[1], cfg.resnet_width)
                 widths = [cfg.head_width] * (cfg.num_nonlinear + depth - 1) + [10]
-                model = BackboneHead(backbone, dim, widths, cfg.num_nonlinear).to(device)
+                model = BackboneHead(backbone, dim, widths, cfg.num_nonlinear)
+                if cfg.init == "he":
+                    he_init(model.head)
+                model = model.to(device)
                 tc = TrainConfig(steps=cfg.epochs * per_epoch, lr=cfg.lr, weight_decay=wd, momentum=cfg.momentum,
                                  batch_size=cfg.batch_size, lr_drops=cfg.lr_drops,
                                  record_every=cfg.record_every_epochs * per_epoch)
