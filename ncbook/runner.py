@@ -313,12 +313,13 @@ def book_result(name: str, root: Path | None = None, **overrides) -> tuple[dict[
     result is not cached in ``root`` (default: the results folder), say so on one line (with the command that makes
     it) and fall back to the shipped ``cpu`` result; a missing or stale ``cpu`` result is an error, as with
     :func:`get`."""
-    scale = book_scale()
-    if scale != "cpu":
+    run = Run.of(name, book_scale(), **overrides)
+    if run.scale != "cpu":
         try:
-            return get(name, scale, root, **overrides), Run.of(name, scale, **overrides).config
+            return get(name, run.scale, root, **overrides), run.config
         except cache.CacheError as err:
-            print(f"{name}: no current {scale} result ({err.kind}: make it with "
-                  f"`{Run.of(name, scale, **overrides).command}`); showing the cpu result")
-    return get(name, "cpu", **overrides), Run.of(name, "cpu", **overrides).config
+            print(f"{name}: no current {run.scale} result ({err.kind}: make it with `{run.command}`); "
+                  "showing the cpu result")
+            run = Run.of(name, "cpu", **overrides)
+    return get(name, "cpu", **overrides), run.config
 
