@@ -12,6 +12,25 @@ from .train import PER_LAYER_METRICS, History
 # reading the results: the quantities the papers' claims are about
 
 
+def layer_index(result: dict[str, np.ndarray], layer: str) -> int:
+    """The position of a named layer on a result's layer axis: a name from its ``layer_names`` ("hidden 2",
+    "res block 3", "output"), or a role: "deepest" (the classifier's input, Tirer et al.'s H) or "intermediate" (the
+    layer before it: an MLP's second-to-last hidden layer, ResNet18's third residual stage, Tirer et al. Fig. 4c/5c)."""
+    names = [str(n) for n in result["layer_names"]]
+    roles = {"deepest": len(names) - 2, "intermediate": len(names) - 3}
+    if layer in names:
+        return names.index(layer)
+    if roles.get(layer, -1) >= 0:
+        return roles[layer]
+    raise ValueError(f"no layer {layer!r} in this result: its layers are {names}, or the roles 'deepest' and "
+                     "'intermediate'")
+
+
+def final_at(result: dict[str, np.ndarray], name: str, layer: str) -> np.ndarray:
+    """Metric ``name`` of a named layer (:func:`layer_index`) at the end of training, over the leading axes."""
+    return result[name][..., -1, layer_index(result, layer)]
+
+
 def head_ends(result: dict[str, np.ndarray], first: int) -> dict[str, np.ndarray]:
     """Per depth, the layer index of the linear head's first layer (its input: the output of the last non-linear
     layer, index ``first``) and of its last layer (the input of the classifier, index num_layers - 2); they
@@ -32,12 +51,12 @@ def final_mean_sd(values: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray
     return np.nanmean(values, axis=axis), np.nanstd(values, axis=axis)
 
 
-def ablation_table(result: dict[str, np.ndarray], layer: int = -2) -> dict[str, np.ndarray]:
+def ablation_table(result: dict[str, np.ndarray], layer: str = "deepest") -> dict[str, np.ndarray]:
     """Tirer et al. Table 1 from a :class:`WeightDecayAblation` result: NC1 and NC2 (ETF distance) of the deepest
-    features at the end of training, mean and sd over seeds, indexed [loss, setting]."""
+    (or another named) features at the end of training, mean and sd over seeds, indexed [loss, setting]."""
     out = {}
     for name, key in (("nc1_pinv", "NC1"), ("nc2_etf_distance", "NC2")):
-        mean, sd = final_mean_sd(result[name][:, :, :, -1, layer], axis=1)
+        mean, sd = final_mean_sd(final_at(result, name, layer), axis=1)
         out[key], out[key + "_sd"] = mean, sd
     return out
 
@@ -56,7 +75,7 @@ TIRER_TABLE1 = {
 for both data sets and losses."""
 
 
-def feature_decay_verdicts(result: dict[str, np.ndarray], losses: tuple[str, ...], layer: int = -2
+def feature_decay_verdicts(result: dict[str, np.ndarray], losses: tuple[str, ...], layer: str = "deepest"
                            ) -> dict[tuple[str, str, str], np.ndarray]:
     """Tirer et al.'s Table 1 claim seed by seed: for every (loss, metric, kind of change), whether changing the
     feature layers' weight decay moved the deepest features' metric further from the baseline than changing the
@@ -64,7 +83,7 @@ def feature_decay_verdicts(result: dict[str, np.ndarray], losses: tuple[str, ...
     compares WDx2 for H with WDx2 for W, zeroing WD=0 for H with WD=0 for W)."""
     out = {}
     for name, key in (("nc1_pinv", "NC1"), ("nc2_etf_distance", "NC2")):
-        final = result[name][:, :, :, -1, layer]                   # [loss, seed, setting]
+        final = final_at(result, name, layer)                      # [loss, seed, setting]
         dev = np.abs(final[..., 1:] - final[..., :1])               # [loss, seed, (x2 W, x2 H, 0 W, 0 H)]
         for li, loss in enumerate(losses):
             for kind, (w, h) in (("doubling", (0, 1)), ("zeroing", (2, 3))):

@@ -34,6 +34,13 @@ class SmoothLeakyReLU(nn.Module):
         return f"gamma={self.gamma}, beta={self.beta}"
 
 
+def mlp_layer_names(num_layers: int, num_nonlinear: int) -> list[str]:
+    """The names of an :class:`MLP`'s layer outputs: "hidden 1", ... for the non-linear layers, "linear 1", ... for
+    the linear layers before the last, and "output"."""
+    return ([f"hidden {i + 1}" for i in range(num_nonlinear)]
+            + [f"linear {i + 1}" for i in range(num_layers - num_nonlinear - 1)] + ["output"])
+
+
 class MLP(nn.Module):
     """x -> [Linear -> activation] x L1 -> [Linear] x L2; ``forward_features`` returns every layer's output.
     The activation is the ReLU unless another module is given (e.g. :class:`SmoothLeakyReLU`).
@@ -78,6 +85,10 @@ class MLP(nn.Module):
     def weights(self) -> list[torch.Tensor]:
         """Weight matrices W_1, ..., W_L (W_l has shape d_l x d_{l-1})."""
         return [layer.weight for layer in self.layers]
+
+    @property
+    def layer_names(self) -> list[str]:
+        return mlp_layer_names(len(self.layers), self.num_nonlinear)
 
 
 class Ensemble:
@@ -126,6 +137,10 @@ class Ensemble:
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         return self.forward_features(x)[-1]
 
+    @property
+    def layer_names(self) -> list[str]:
+        return self.template.layer_names
+
     def model(self, i: int) -> MLP:
         """Model i as an ordinary MLP (a copy)."""
         m = copy.deepcopy(self.template)
@@ -168,16 +183,9 @@ def resnet_backbone(depth: int = 20, in_channels: int = 3, width: int = 16) -> t
     the CIFAR variant used by Tirer et al. App. E (torchvision's blocks), width 64 as the original.
     """
     if depth == 18:
-        from torchvision.models.resnet import BasicBlock as TVBlock
-        from torchvision.models.resnet import ResNet
-
         if width != 64:
             raise ValueError(f"ResNet18 has the fixed widths 64-128-256-512; got width={width}")
-        net = ResNet(TVBlock, [2, 2, 2, 2])
-        net.conv1 = nn.Conv2d(in_channels, 64, 3, 1, 1, bias=False)
-        net.maxpool = nn.Identity()
-        net.fc = nn.Identity()
-        return net, 512
+        return ResNet18(in_channels), 512
     if depth < 8 or (depth - 2) % 6:
         raise ValueError(f"a CIFAR ResNet has depth 6n+2 (8, 14, 20, 32, ...) or is ResNet18; got depth={depth}")
     if width < 1:
@@ -192,11 +200,45 @@ def resnet_backbone(depth: int = 20, in_channels: int = 3, width: int = 16) -> t
     return nn.Sequential(*layers), c
 
 
+class ResNet18(nn.Module):
+    """ResNet18 without its classifier, the CIFAR variant of Tirer et al. App. E (torchvision's blocks, a 3x3 stem,
+    no max-pool). ``forward`` gives the deepest features (the globally average-pooled output of the fourth residual
+    stage, 512 numbers); ``forward_stages`` also the pooled output of the third stage (256): the "intermediate
+    features (output of 3 out of the 4 Res Block[s])" of Tirer et al. Fig. 4c/5c."""
+
+    layer_names = ("res block 3", "res block 4")
+
+    def __init__(self, in_channels: int = 3):
+        super().__init__()
+        from torchvision.models.resnet import BasicBlock as TVBlock
+        from torchvision.models.resnet import ResNet
+
+        net = ResNet(TVBlock, [2, 2, 2, 2])
+        net.conv1 = nn.Conv2d(in_channels, 64, 3, 1, 1, bias=False)
+        net.maxpool, net.fc = nn.Identity(), nn.Identity()
+        self.net = net
+
+    def forward_stages(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """The pooled outputs of the third and the fourth residual stage, (N, 256) and (N, 512)."""
+        n = self.net
+        h3 = n.layer3(n.layer2(n.layer1(n.relu(n.bn1(n.conv1(x))))))
+        h4 = n.layer4(h3)
+        return [torch.flatten(n.avgpool(h3), 1), torch.flatten(n.avgpool(h4), 1)]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.forward_stages(x)[-1]
+
+
+def backbone_stages(backbone: nn.Module, x: torch.Tensor) -> list[torch.Tensor]:
+    """The measured outputs of a backbone: its ``forward_stages`` if it has them (ResNet18), else its output."""
+    return backbone.forward_stages(x) if hasattr(backbone, "forward_stages") else [backbone(x)]
+
+
 class BackboneHead(nn.Module):
     """A feature extractor (e.g. a ResNet) followed by an :class:`MLP` head of L1 non-linear and L2 linear layers.
 
-    ``forward_features`` returns the backbone's output followed by every head layer's output, and ``weights`` the
-    matching weight matrices (None for the backbone), so the NC metrics are measured "starting from the output of
+    ``forward_features`` returns the backbone's output (for ResNet18 also its third stage's, :class:`ResNet18`)
+    followed by every head layer's output, and ``weights`` the matching weight matrices (None for the backbone), so the NC metrics are measured "starting from the output of
     the backbone" (Jacot et al. Sec. 6); with a one-layer head the backbone's output is Tirer et al.'s H.
     """
 
@@ -207,12 +249,12 @@ class BackboneHead(nn.Module):
         self.head = MLP([feature_dim, *head_widths], num_nonlinear, last_bias=last_bias)
 
     def forward_features(self, x: torch.Tensor) -> list[torch.Tensor]:
-        h = self.backbone(x)
-        return [h, *self.head.forward_features(h)]
+        stages = backbone_stages(self.backbone, x)
+        return [*stages, *self.head.forward_features(stages[-1])]
 
     def preactivations(self, x: torch.Tensor) -> list[torch.Tensor | None]:
         """The input of every head ReLU (None for the backbone and the linear layers), for the negativity metric."""
-        h, out = self.backbone(x), [None]
+        h, out = self.backbone(x), [None] * self.num_stages
         for i, layer in enumerate(self.head.layers):
             z = layer(h)
             out.append(z if i < self.head.num_nonlinear else None)
@@ -223,8 +265,18 @@ class BackboneHead(nn.Module):
         return self.head(self.backbone(x))
 
     @property
+    def num_stages(self) -> int:
+        """How many of the backbone's outputs are measured (2 for ResNet18, else 1)."""
+        return len(getattr(self.backbone, "layer_names", ("backbone",)))
+
+    @property
+    def layer_names(self) -> list[str]:
+        """The names of the outputs of :meth:`forward_features`: the backbone's (or "backbone"), then the head's."""
+        return [*getattr(self.backbone, "layer_names", ("backbone",)), *self.head.layer_names]
+
+    @property
     def weights(self) -> list[torch.Tensor | None]:
-        return [None, *self.head.weights]
+        return [None] * self.num_stages + self.head.weights
 
     def last_layer_parameters(self) -> list[nn.Parameter]:
         """The classifier's weight (and bias): the "W" of Tirer et al.'s weight-decay ablations."""

@@ -502,10 +502,14 @@ def plot_layerwise_training(result: dict) -> Figure:
     return fig
 
 
-def plot_wd_ablation(result: dict, loss_index: int, layer: int = -2) -> Figure:
-    """Tirer et al. Fig. 3: NC1 and NC2 of the deepest features over training for the five weight-decay settings
-    (doubling on the left, zeroing on the right), mean +- 1 sd over seeds."""
+def plot_wd_ablation(result: dict, loss_index: int, layer: str = "deepest") -> Figure:
+    """Tirer et al. Fig. 3-5: NC1 and NC2 of the deepest (or another named, :func:`~ncbook.compare.layer_index`)
+    features over training for the five weight-decay settings (doubling on the left, zeroing on the right),
+    mean +- 1 sd over seeds."""
+    from .compare import layer_index
     from .reproduce import ABLATIONS
+
+    layer = layer_index(result, layer)
 
     x = result["epochs"]
     fig, axes = panels(4, 2.5)

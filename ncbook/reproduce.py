@@ -17,7 +17,7 @@ import torch
 
 from . import data
 from .data import load_data
-from .nets import MLP, BackboneHead, BlockMLP, Ensemble, resnet_backbone
+from .nets import MLP, BackboneHead, BlockMLP, Ensemble, ResNet18, mlp_layer_names, resnet_backbone
 from .train import History, TrainConfig, part_checkpoint, train_ensemble, train_module
 
 
@@ -378,6 +378,11 @@ class WeightDecayAblation(TirerSGD):
         return [self.train_config(num_samples, loss, h, w) for h, w in ablation_decays(self.weight_decay)]
 
 
+def tirer_layer_names(arch: str, hidden: tuple[int, ...]) -> list[str]:
+    """The measured layers of a :class:`TirerSGD` network, in the order of the results' layer axis."""
+    return [*ResNet18.layer_names, "output"] if arch == "resnet18" else mlp_layer_names(len(hidden) + 1, len(hidden))
+
+
 def _image_data(dataset: str, per_class: int | None, device: str, data_root: str, download: bool, flatten: bool):
     """Training images (N, C, H, W), or flattened: shipped MNIST-5k or digits, or a full data set from disk."""
     if dataset in ("mnist5k", "digits"):
@@ -420,7 +425,8 @@ def run_weight_decay_ablation(cfg: WeightDecayAblation, device: str = "cpu", pro
         parts.append(_stack_histories(hists, (len(cfg.seeds), len(ABLATIONS))))
     out = {k: np.stack([p[k] for p in parts]) for k in parts[0] if k != "steps"}
     return out | {"steps": parts[0]["steps"], "epochs": parts[0]["steps"] / cfg.steps_per_epoch(len(y)),
-                  "seeds": np.array(cfg.seeds), "weight_decays": np.array(ablation_decays(cfg.weight_decay))}
+                  "seeds": np.array(cfg.seeds), "weight_decays": np.array(ablation_decays(cfg.weight_decay)),
+                  "layer_names": np.array(tirer_layer_names(cfg.arch, cfg.hidden))}
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -467,4 +473,5 @@ def run_blurred_classes(cfg: BlurredClasses, device: str = "cpu", progress: bool
     b = _stack_histories(blurred, (S, len(cfg.weight_decays_last)))
     out = {k: np.concatenate([a[k], np.swapaxes(b[k], 0, 1)]) for k in a if k != "steps"}
     return out | {"steps": a["steps"], "epochs": a["steps"] / cfg.steps_per_epoch(len(y)),
-                  "seeds": np.array(cfg.seeds), "weight_decays_last": np.array(cfg.weight_decays_last)}
+                  "seeds": np.array(cfg.seeds), "weight_decays_last": np.array(cfg.weight_decays_last),
+                  "layer_names": np.array(tirer_layer_names(cfg.arch, cfg.hidden))}

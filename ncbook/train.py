@@ -82,12 +82,38 @@ def load_checkpoint(path: Path | None) -> dict | None:
     return torch.load(path, weights_only=True)
 
 
+class ShuffledEpochs:
+    """The minibatches of SGD as PyTorch's ``DataLoader(shuffle=True)`` draws them: each epoch is a fresh random
+    permutation of the N samples cut into ceil(N / batch_size) batches (the last one smaller), so every sample is
+    used exactly once per epoch. Epoch e's permutation depends only on (seed, e), so a resumed run draws the same
+    batches without saving any generator state."""
+
+    def __init__(self, num_samples: int, batch_size: int | None, seed: int):
+        self.num_samples, self.seed = num_samples, seed
+        self.batch_size = num_samples if batch_size is None else min(batch_size, num_samples)
+        self.per_epoch = math.ceil(num_samples / self.batch_size)
+        self._epoch, self._perm = -1, torch.empty(0, dtype=torch.long)
+
+    def permutation(self, epoch: int) -> torch.Tensor:
+        """Epoch ``epoch``'s order of the samples."""
+        if epoch != self._epoch:
+            # torch's CPU generator keeps only 32 bits of its seed: NumPy's SeedSequence mixes (seed, epoch) into them
+            gen = torch.Generator().manual_seed(int(np.random.SeedSequence([self.seed, epoch]).generate_state(1)[0]))
+            self._epoch, self._perm = epoch, torch.randperm(self.num_samples, generator=gen)
+        return self._perm
+
+    def batch(self, step: int) -> torch.Tensor:
+        """The sample indices of SGD step ``step`` (0-based), on the CPU."""
+        epoch, b = divmod(step, self.per_epoch)
+        return self.permutation(epoch)[b * self.batch_size:(b + 1) * self.batch_size]
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """How to train: ``steps`` GD steps of size ``lr`` (times ``lr_drop_factor`` after each fraction of training
     listed in ``lr_drops``), weight decay ``weight_decay`` on the feature layers and ``weight_decay_last`` on the last
-    layer (None: the same), full batch if ``batch_size`` is None, metrics every ``record_every`` steps and at
-    the steps listed in ``record_at``."""
+    layer (None: the same), full batch if ``batch_size`` is None, else minibatches in full shuffled passes over the
+    data (:class:`ShuffledEpochs`), metrics every ``record_every`` steps and at the steps listed in ``record_at``."""
 
     steps: int
     lr: float
@@ -310,7 +336,7 @@ def train_ensemble(ens: Ensemble, x: torch.Tensor, labels: torch.Tensor, cfgs: l
     checked for divergence every step, the weights whenever metrics are recorded. The update is
     :func:`momentum_step`.
 
-    With ``checkpoint`` set, the weights, momentum buffers, minibatch RNG and histories are saved atomically every
+    With ``checkpoint`` set, the weights, momentum buffers and histories are saved atomically every
     ``checkpoint_every`` steps (tensors and numbers only, loaded with ``weights_only=True``); started again with the
     same checkpoint path, a killed run resumes and ends with exactly the result of an uninterrupted run.
     """
@@ -325,7 +351,7 @@ def train_ensemble(ens: Ensemble, x: torch.Tensor, labels: torch.Tensor, cfgs: l
     params = ens.parameters()
     velocity = [torch.zeros_like(p) for p in params] if cfg.momentum else []    # the momentum buffers
     decay_grad = [torch.empty_like(W) for W in ens.weights]   # lambda_ml W_ml, written in place every step
-    gen = torch.Generator().manual_seed(seed)
+    batches = ShuffledEpochs(N, cfg.batch_size, seed)
     hists, start = [History() for _ in range(M)], 0
     if (state := load_checkpoint(checkpoint)) is not None:
         with torch.no_grad():
@@ -333,7 +359,6 @@ def train_ensemble(ens: Ensemble, x: torch.Tensor, labels: torch.Tensor, cfgs: l
                 p.copy_(saved)
             for v, saved in zip(velocity, state["velocity"]):
                 v.copy_(saved)
-        gen.set_state(state["generator"])
         hists, start = [History(**h) for h in state["histories"]], int(state["step"])
     L = len(ens.weights)
     decay = torch.tensor([[c.decay_of(i, L) for i in range(L)] for c in cfgs], dtype=x.dtype, device=x.device)
@@ -365,7 +390,7 @@ def train_ensemble(ens: Ensemble, x: torch.Tensor, labels: torch.Tensor, cfgs: l
         if cfg.batch_size is None or cfg.batch_size >= N:
             xb, yb = x, labels
         else:
-            idx = torch.randperm(N, generator=gen)[:cfg.batch_size].to(x.device)
+            idx = batches.batch(step).to(x.device)
             xb, yb = x.index_select(0, idx), labels[idx]
         loss = fit(ens(xb), yb).sum()      # the models share no parameter: each gets its own gradient
         check_divergence(loss.detach(), step, cfg.lr_at(step), sum(h.loss[0] for h in hists))
@@ -380,7 +405,7 @@ def train_ensemble(ens: Ensemble, x: torch.Tensor, labels: torch.Tensor, cfgs: l
 
     def save(step: int) -> None:
         save_checkpoint(checkpoint, {"step": step, "parameters": [p.detach() for p in params], "velocity": velocity,
-                                     "generator": gen.get_state(), "histories": [asdict(h) for h in hists]})
+                                     "histories": [asdict(h) for h in hists]})
 
     run_steps(cfg.steps, update, measure, cfg.records, start, None if checkpoint is None else save, checkpoint_every,
               progress, f"train lambda={cfg.weight_decay:g}" if M == 1 else f"train {M} models together")
@@ -417,12 +442,11 @@ def train_module(model: nn.Module, x: torch.Tensor, labels: torch.Tensor, cfg: T
         opt = torch.optim.Adam(groups, lr=cfg.lr)
     else:
         opt = torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum)
-    gen = torch.Generator().manual_seed(seed)
     hist, start, N = History(), 0, len(labels)
+    batches = ShuffledEpochs(N, cfg.batch_size, seed)
     if (state := load_checkpoint(checkpoint)) is not None:
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
-        gen.set_state(state["generator"])
         hist, start = History(**state["history"]), int(state["step"])
 
     def measure(step: int) -> None:
@@ -436,7 +460,7 @@ def train_module(model: nn.Module, x: torch.Tensor, labels: torch.Tensor, cfg: T
 
     def update(step: int) -> None:
         model.train()
-        idx = torch.randperm(N, generator=gen)[:cfg.batch_size or N].to(x.device)
+        idx = batches.batch(step).to(x.device)
         loss = data_loss(model(x[idx]), labels[idx], cfg.loss)
         check_divergence(loss.detach(), step, cfg.lr_at(step), hist.loss[0] if hist.loss else None)
         for group in opt.param_groups:
@@ -447,7 +471,7 @@ def train_module(model: nn.Module, x: torch.Tensor, labels: torch.Tensor, cfg: T
 
     def save(step: int) -> None:
         save_checkpoint(checkpoint, {"step": step, "model": model.state_dict(), "optimizer": opt.state_dict(),
-                                     "generator": gen.get_state(), "history": asdict(hist)})
+                                     "history": asdict(hist)})
 
     run_steps(cfg.steps, update, measure, cfg.records, start, None if checkpoint is None else save, checkpoint_every,
               progress, f"train {type(model).__name__}")

@@ -1,6 +1,7 @@
 """ncbook.compare: the readers of stored results pick the right entries."""
 
 import numpy as np
+import pytest
 
 from ncbook import compare, reproduce
 
@@ -12,7 +13,8 @@ def test_claim_helpers_read_the_right_entries():
     rng = np.random.default_rng(0)
     nc1 = rng.random((2, 3, 5, 4, 3))              # [loss, seed, setting, record, layer]
     nc1[..., -1, -2] = np.arange(5)[None, None, :] + np.array([0.0, 1.0, 2.0])[None, :, None]
-    table = compare.ablation_table({"nc1_pinv": nc1, "nc2_etf_distance": nc1})
+    names = np.array(["hidden 1", "hidden 2", "output"])
+    table = compare.ablation_table({"nc1_pinv": nc1, "nc2_etf_distance": nc1, "layer_names": names})
     assert np.allclose(table["NC1"], np.arange(5) + 1.0) and np.allclose(table["NC1_sd"], np.std([0, 1, 2]))
     assert np.allclose(compare.deviation_from_baseline(table, "NC1"), [[1, 2, 3, 4]] * 2)
     m = rng.random((2, 3, 5, 4, 7))               # [depth, seed, weight decay, record, layer]
@@ -30,8 +32,8 @@ def test_feature_decay_verdicts_are_per_seed_and_can_fail():
     mean that hid it would not."""
     nc1 = np.zeros((1, 3, 5, 1, 2))
     nc1[0, :, :, -1, 0] = [[1.0, 1.1, 1.5, 1.2, 2.0], [1.0, 1.1, 1.5, 1.2, 2.0], [1.0, 1.9, 1.2, 1.2, 2.0]]
-    result = {"nc1_pinv": nc1, "nc2_etf_distance": nc1.copy()}
-    v = compare.feature_decay_verdicts(result, ("mse",), layer=0)
+    result = {"nc1_pinv": nc1, "nc2_etf_distance": nc1.copy(), "layer_names": np.array(["hidden 1", "output"])}
+    v = compare.feature_decay_verdicts(result, ("mse",), layer="hidden 1")
     assert v[("mse", "NC1", "doubling")].tolist() == [True, True, False]
     assert v[("mse", "NC2", "zeroing")].tolist() == [True, True, True]
     assert np.abs(nc1[0, :, 2, -1, 0] - 1).mean() > np.abs(nc1[0, :, 1, -1, 0] - 1).mean()   # the mean says True
@@ -41,3 +43,17 @@ def test_tirer_table1_has_both_data_sets_with_sds():
     assert set(compare.TIRER_TABLE1) == {"CIFAR-10, MSE", "CIFAR-10, CE", "MNIST, MSE", "MNIST, CE"}
     for column in compare.TIRER_TABLE1.values():
         assert set(column) == {"NC1", "NC1_sd", "NC2", "NC2_sd"} and all(len(v) == 5 for v in column.values())
+
+
+def test_layers_are_read_by_name_or_role():
+    """The same role names a different position in an MLP result and a ResNet18 result; a missing name says which
+    layers there are."""
+    mlp = {"layer_names": np.array(["hidden 1", "hidden 2", "hidden 3", "output"]), "m": np.arange(8.0).reshape(2, 4)}
+    resnet = {"layer_names": np.array(["res block 3", "res block 4", "output"]), "m": np.arange(6.0).reshape(2, 3)}
+    assert [compare.layer_index(mlp, r) for r in ("deepest", "intermediate", "hidden 1")] == [2, 1, 0]
+    assert [compare.layer_index(resnet, r) for r in ("deepest", "intermediate", "output")] == [1, 0, 2]
+    assert compare.final_at(mlp, "m", "deepest").tolist() == 6.0 and compare.final_at(resnet, "m", "intermediate") == 3
+    with pytest.raises(ValueError, match="its layers are"):
+        compare.layer_index(resnet, "hidden 2")
+    with pytest.raises(ValueError, match="intermediate"):
+        compare.layer_index({"layer_names": np.array(["hidden 1", "output"])}, "intermediate")

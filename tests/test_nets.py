@@ -54,3 +54,30 @@ def test_mlp_layers_are_relu_then_linear():
     assert torch.allclose(feats[3], feats[1] @ (W4 @ W3).T, atol=1e-12)
     with pytest.raises(ValueError, match="L-1"):
         MLP([5, 3], num_nonlinear=1)
+
+
+@pytest.mark.slow
+def test_resnet18_records_the_third_stage_as_intermediate_features():
+    """Tirer et al. Fig. 4c/5c: the pooled output of 3 of the 4 residual stages is measured before the deepest
+    features; the deepest are what the classifier sees, and the weights line up with the features."""
+    from ncbook.nets import BackboneHead
+    torch.manual_seed(0)
+    net, dim = resnet_backbone(18, in_channels=1, width=64)
+    model = BackboneHead(net, dim, [10], 0).eval()
+    x = torch.randn(4, 1, 28, 28)
+    feats = model.forward_features(x)
+    assert [f.shape[1] for f in feats] == [256, 512, 10]
+    assert model.layer_names == ["res block 3", "res block 4", "output"]
+    assert len(model.weights) == 3 and model.weights[:2] == [None, None]
+    assert torch.equal(feats[-1], model(x)) and torch.equal(feats[1], net(x))
+    assert model.preactivations(x) == [None, None, None]
+
+
+def test_layer_names_follow_the_architecture():
+    from ncbook.nets import BackboneHead, Ensemble
+    assert MLP([5, 4, 4, 4, 3], 2).layer_names == ["hidden 1", "hidden 2", "linear 1", "output"]
+    assert Ensemble([MLP([5, 4, 3], 1)]).layer_names == ["hidden 1", "output"]
+    net, dim = resnet_backbone(8, in_channels=1, width=2)
+    model = BackboneHead(net, dim, [6, 10], 1)
+    assert model.layer_names == ["backbone", "hidden 1", "output"]
+    assert len(model.forward_features(torch.randn(2, 1, 8, 8))) == len(model.layer_names) == len(model.weights)

@@ -274,3 +274,18 @@ def test_divergence_is_reported_with_step_and_cause():
         train(net, X * 100, y, TrainConfig(steps=100, lr=10.0, weight_decay=0.0), progress=False)
     with pytest.raises(ValueError, match="lr must be > 0"):
         train(net, X, y, TrainConfig(steps=10, lr=-1.0, weight_decay=0.0), progress=False)
+
+
+def test_shuffled_epochs_use_every_sample_once_per_epoch_and_restart_anywhere():
+    """Epochs are full shuffled passes (DataLoader(shuffle=True)): the batches of one epoch partition the data, the
+    last one smaller; epochs differ; a fresh sampler asked for a later step (a resumed run) draws the same batch."""
+    from ncbook.train import ShuffledEpochs
+    s = ShuffledEpochs(23, 5, seed=3)
+    assert s.per_epoch == 5
+    for epoch in range(3):
+        idx = torch.cat([s.batch(epoch * 5 + b) for b in range(5)])
+        assert sorted(idx.tolist()) == list(range(23)) and len(s.batch(epoch * 5 + 4)) == 3
+    assert not torch.equal(s.permutation(0), s.permutation(1))
+    assert torch.equal(ShuffledEpochs(23, 5, seed=3).batch(12), s.batch(12))
+    assert not torch.equal(ShuffledEpochs(23, 5, seed=4).permutation(0), s.permutation(0))
+    assert len(ShuffledEpochs(23, None, seed=0).batch(7)) == 23 and len(ShuffledEpochs(23, 50, seed=0).batch(0)) == 23
