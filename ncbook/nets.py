@@ -238,8 +238,9 @@ class BackboneHead(nn.Module):
     """A feature extractor (e.g. a ResNet) followed by an :class:`MLP` head of L1 non-linear and L2 linear layers.
 
     ``forward_features`` returns the backbone's output (for ResNet18 also its third stage's, :class:`ResNet18`)
-    followed by every head layer's output, and ``weights`` the matching weight matrices (None for the backbone), so the NC metrics are measured "starting from the output of
-    the backbone" (Jacot et al. Sec. 6); with a one-layer head the backbone's output is Tirer et al.'s H.
+    followed by every head layer's output, and ``weights`` the matching weight matrices (None for the backbone), so
+    the NC metrics are measured "starting from the output of the backbone" (Jacot et al. Sec. 6); with a one-layer
+    head the backbone's output is Tirer et al.'s H.
     """
 
     def __init__(self, backbone: nn.Module, feature_dim: int, head_widths: list[int], num_nonlinear: int,
