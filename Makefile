@@ -7,18 +7,29 @@
 #   make execute
 # and one prints the whole book to one PDF (_build/pdf/ncbook.pdf):
 #   make pdf
+# and one opens the chapters in JupyterLab (each .md opens as a notebook, paired with its .ipynb):
+#   make lab
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: install assets book pdf test unit quick mutation notebooks pairing build-strict lint verify execute clean
+.PHONY: install lab assets book pdf test unit quick mutation notebooks pairing build-strict lint verify execute clean
 
-install: $(STAMP)
+# JupyterLab settings of this environment: a chapter's .md opens as a notebook (jupytext), not in the text editor
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
+
+install: $(STAMP) $(LAB_OVERRIDES)
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	rm -f $(VENV)/.installed-* && touch $@
+
+$(LAB_OVERRIDES): scripts/jupyterlab_overrides.json $(STAMP)
+	mkdir -p $(dir $@) && cp $< $@
+
+lab: install
+	$(VENV)/bin/jupyter lab book/
 
 assets:
 	bash scripts/fetch_assets.sh

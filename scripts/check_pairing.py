@@ -1,6 +1,10 @@
 """Fail if any chapter's MyST source (.md) and executed notebook (.ipynb) differ in any code or markdown cell.
 
     python scripts/check_pairing.py
+
+Content and stable metadata only: the notebook is first written as MyST markdown with the repository's
+jupytext.toml, so what a kernel or JupyterLab adds on a save (execution times, language_info, collapsed state) is
+filtered out exactly as it is from the .md.
 """
 
 from __future__ import annotations
@@ -10,12 +14,19 @@ from pathlib import Path
 
 import jupytext
 from jupytext.compare import compare_notebooks
+from jupytext.config import load_jupytext_configuration_file
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def stable(ipynb: Path, config) -> object:
+    """The notebook as its .md would store it: the cells, their tags and figure options, the front matter."""
+    return jupytext.reads(jupytext.writes(jupytext.read(ipynb), fmt="md:myst", config=config), fmt="md:myst")
+
+
 def main() -> int:
     failures, pairs = [], 0
+    config = load_jupytext_configuration_file(str(ROOT / "jupytext.toml"))
     for md in sorted((ROOT / "book").glob("ch*.md")):
         ipynb = md.with_suffix(".ipynb")
         if not ipynb.exists():
@@ -23,7 +34,7 @@ def main() -> int:
             continue
         pairs += 1
         try:
-            compare_notebooks(jupytext.read(ipynb), jupytext.read(md), fmt="md:myst",
+            compare_notebooks(stable(ipynb, config), jupytext.read(md), fmt="md:myst",
                               allow_expected_differences=False, raise_on_first_difference=True)
         except Exception as err:  # jupytext raises NotebookDifference (and others) with the first difference
             failures.append(f"{md.relative_to(ROOT)} and {ipynb.name} differ: {err}\n  -> run `make execute`")

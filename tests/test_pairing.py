@@ -1,0 +1,92 @@
+"""Opening, running and saving a chapter in JupyterLab keeps its .md / .ipynb pair in sync and the .md's meaning
+unchanged: the save goes through jupytext's contents manager, as JupyterLab's does, with the metadata a kernel and
+JupyterLab add."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jupytext
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = sorted((ROOT / "book").glob("ch*.md"))
+
+
+def _meaning(md: Path) -> tuple:
+    """What a chapter says: its front matter and every cell's type, source and kept metadata."""
+    nb = jupytext.read(md)
+    return (nb.metadata.get("kernelspec"), nb.metadata.get("jupytext", {}).get("text_representation"),
+            [(c.cell_type, c.source, dict(c.metadata)) for c in nb.cells])
+
+
+def _front_matter(md: Path) -> str:
+    return md.read_text().split("\n---\n", 1)[0]
+
+
+def _save_as_jupyterlab_does(root: Path, name: str) -> None:
+    """Open the chapter as a notebook, run it (the kernel's metadata, per-cell execution records, a collapsed
+    output) and save it, through jupytext's contents manager with the repository's jupytext.toml."""
+    from jupytext import TextFileContentsManager
+
+    cm = TextFileContentsManager(root_dir=str(root))
+    nb = cm.get(name)["content"]
+    nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+    nb.metadata["language_info"] = {"name": "python", "version": "3.99.1", "mimetype": "text/x-python",
+                                    "codemirror_mode": {"name": "ipython", "version": 3}}
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.metadata["execution"] = {"iopub.execute_input": "2026-12-01T00:00:00Z"}
+            cell.metadata["collapsed"] = False
+    cm.save({"type": "notebook", "format": "json", "content": nb}, name)
+
+
+@pytest.mark.parametrize("md", CHAPTERS[:3] + CHAPTERS[-1:], ids=lambda p: p.stem)
+def test_a_jupyterlab_save_keeps_the_pair_and_the_source(tmp_path: Path, md: Path):
+    shutil.copy(ROOT / "jupytext.toml", tmp_path)
+    (tmp_path / "book").mkdir()
+    for path in (md, md.with_suffix(".ipynb")):
+        shutil.copy(path, tmp_path / "book" / path.name)
+    copy = tmp_path / "book" / md.name
+    _save_as_jupyterlab_does(tmp_path, f"book/{md.name}")
+    assert _front_matter(copy) == _front_matter(md), "the save changed the front matter"
+    assert _meaning(copy) == _meaning(md), "the save changed a cell or its tags / figure options"
+    shutil.copytree(ROOT / "scripts", tmp_path / "scripts")
+    run = subprocess.run([sys.executable, "scripts/check_pairing.py"], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_the_check_fails_when_a_save_drops_figure_options(tmp_path: Path):
+    """The filters matter: with the old cell filter ("tags,-all") a save drops every figure's caption, and the
+    meaning check above catches it."""
+    md = next(p for p in CHAPTERS if "mystnb:" in p.read_text())
+    (tmp_path / "book").mkdir()
+    toml = (ROOT / "jupytext.toml").read_text().replace('cell_metadata_filter = "tags,mystnb,-all"',
+                                                        'cell_metadata_filter = "tags,-all"')
+    assert toml != (ROOT / "jupytext.toml").read_text()
+    (tmp_path / "jupytext.toml").write_text(toml)
+    for path in (md, md.with_suffix(".ipynb")):
+        shutil.copy(path, tmp_path / "book" / path.name)
+    _save_as_jupyterlab_does(tmp_path, f"book/{md.name}")
+    assert _meaning(tmp_path / "book" / md.name) != _meaning(md)
+
+
+def test_make_install_sets_jupyterlab_to_open_chapters_as_notebooks():
+    """`make install` copies scripts/jupyterlab_overrides.json where this environment's JupyterLab reads its
+    settings overrides (<app dir>/settings/overrides.json): .md and MyST files open with jupytext's notebook viewer."""
+    import json
+
+    wanted = json.loads((ROOT / "scripts" / "jupyterlab_overrides.json").read_text())
+    viewers = wanted["@jupyterlab/docmanager-extension:plugin"]["defaultViewers"]
+    assert viewers == {"markdown": "Jupytext Notebook", "myst": "Jupytext Notebook"}
+    pytest.importorskip("jupyterlab")
+    from jupyterlab.commands import get_app_dir
+
+    installed = Path(get_app_dir()) / "settings" / "overrides.json"
+    if Path(sys.prefix).resolve() != (ROOT / ".venv").resolve():
+        pytest.skip("not running in the repository's environment, which `make install` sets up")
+    assert installed.exists(), "run `make install`: it writes JupyterLab's settings overrides"
+    assert json.loads(installed.read_text()) == wanted
