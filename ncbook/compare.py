@@ -5,8 +5,11 @@ Readers of results live here, apart from the code that produces them (:mod:`ncbo
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from .reproduce import ABLATIONS
 from .train import PER_LAYER_METRICS, History
 
 # reading the results: the quantities the papers' claims are about
@@ -121,4 +124,176 @@ def nonlinear_layer_summary(result: dict[str, np.ndarray], name: str, backbone: 
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Tirer et al., Figure 2: layer-wise training
+# claims tables: every claim of a paper's figures and text, checked on every run
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of a paper, checked run by run: ``holds`` has one boolean per run (seed, setting, depth...), every
+    run counted, including those that did not interpolate; ``numbers`` are the values behind it."""
+
+    where: str
+    claim: str
+    holds: np.ndarray
+    runs: str
+    numbers: str
+
+    @property
+    def verdict(self) -> str:
+        n = int(np.sum(self.holds))
+        return "reproduced" if n == np.size(self.holds) else "not reproduced" if n == 0 else "partly"
+
+    def __str__(self) -> str:
+        return (f"[{self.where}] {self.claim}\n    {self.verdict.upper()}: holds in {int(np.sum(self.holds))} of "
+                f"{np.size(self.holds)} {self.runs}; {self.numbers}")
+
+
+def format_claims(claims: list[Claim]) -> str:
+    """A claims table as text, one claim per paragraph, and the count of each verdict."""
+    counts = {v: sum(c.verdict == v for c in claims) for v in ("reproduced", "partly", "not reproduced")}
+    return "\n".join(map(str, claims)) + "\n" + ", ".join(f"{n} {v}" for v, n in counts.items())
+
+
+def _mean_sd(v: np.ndarray, fmt: str = ".3g") -> str:
+    return f"{np.nanmean(v):{fmt}} ± {np.nanstd(v):{fmt}}"
+
+
+def _first_zero_error_epoch(result: dict[str, np.ndarray]) -> np.ndarray:
+    """Per run (every leading index), the first recorded epoch with zero training error (NaN if never)."""
+    err, epochs = result["train_error"], np.asarray(result["epochs"])
+    zero = err == 0
+    first = np.where(zero.any(-1), epochs[np.argmax(zero, axis=-1)], np.nan)
+    return first
+
+
+def tirer_claims(lw: dict, ab: dict, ab_small: dict, bl: dict, losses: tuple[str, ...],
+                 blurred: tuple[int, ...]) -> list[Claim]:
+    """Every claim of Tirer et al. Sec. 6 and App. E (Figs. 2-6, Table 1) on cached results: the layer-wise run
+    ``lw``, the weight-decay ablation ``ab`` and its smaller twin ``ab_small`` (fewer samples per class), the blur
+    run ``bl``; each checked seed by seed."""
+    claims = []
+    nc1, gnc1 = lw["nc1_pinv"], lw["nc1_trace_ratio"]                       # [seed, hidden layers]
+    claims.append(Claim("Fig. 2", "NC1 and gNC1 decrease as hidden layers are added and trained one at a time",
+                        (nc1[:, -1] < nc1[:, 0]) & (gnc1[:, -1] < gnc1[:, 0]), "seeds",
+                        f"NC1 with 1 and with {nc1.shape[1]} layers {_mean_sd(nc1[:, 0])} and {_mean_sd(nc1[:, -1])}; "
+                        f"{(np.diff(gnc1, axis=1) < 0).mean():.0%} of added layers lower gNC1"))
+    first = _first_zero_error_epoch(ab)                                     # [loss, seed, setting]
+    claims.append(Claim("Sec. 6", "every setting reaches zero training error (the paper: at about epoch 40)",
+                        ~np.isnan(first), "runs",
+                        f"first epoch with zero error: {np.nanmin(first):.0f} to {np.nanmax(first):.0f}; final "
+                        f"error at most {ab['train_error'][..., -1].max():.2%}" if (~np.isnan(first)).any() else
+                        f"final error {_mean_sd(ab['train_error'][..., -1])}"))
+    for result, label in ((ab, "Fig. 3, Table 1"), (ab_small, "Figs. 4-5")):
+        verdicts = feature_decay_verdicts(result, losses)
+        for loss in losses:
+            holds = np.concatenate([v for (lo, _, _), v in verdicts.items() if lo == loss])
+            claims.append(Claim(f"{label}, {loss.upper()}", "changing the feature layers' weight decay (H) moves NC1 "
+                                "and NC2 further from the baseline than changing the last layer's (W)", holds,
+                                "comparisons (NC1/NC2 x doubling/zeroing x seeds)",
+                                "failing: " + (", ".join(f"{key} {kind} seed {s}" for (lo, key, kind), v in
+                                                         verdicts.items() if lo == loss for s in np.flatnonzero(~v))
+                                               or "none")))
+    final = final_at(ab, "nc1_pinv", "deepest")                             # [loss, seed, setting]
+    h2, h0 = ABLATIONS.index("WDx2 for H"), ABLATIONS.index("WD=0 for H")
+    for li, loss in enumerate(losses):
+        f = final[li]
+        claims.append(Claim(f"Table 1, {loss.upper()}", "more feature weight decay, closer to collapse: NC1 with "
+                            "λ_H doubled < baseline < λ_H zeroed", (f[:, h2] < f[:, 0]) & (f[:, 0] < f[:, h0]), "seeds",
+                            f"NC1 doubled / baseline / zeroed: {_mean_sd(f[:, h2])} / {_mean_sd(f[:, 0])} / "
+                            f"{_mean_sd(f[:, h0])}"))
+    for result, label in ((ab, "Figs. 4-5 (c)"), (ab_small, "Figs. 4-5 (c), fewer per class")):
+        deep, mid = final_at(result, "nc1_pinv", "deepest"), final_at(result, "nc1_pinv", "intermediate")
+        claims.append(Claim(label, "the NC metrics are larger in the intermediate features than in the deepest",
+                            (mid > deep).ravel() & (final_at(result, "nc2_etf_distance", "intermediate")
+                                                   > final_at(result, "nc2_etf_distance", "deepest")).ravel(),
+                            "runs (loss x seed x setting; NC1 and NC2)",
+                            f"NC1 intermediate / deepest: {_mean_sd(mid / deep)}"))
+    per = bl["nc1_per_class"][:, :, -1, :]                                  # [setting, seed, class]
+    others = [k for k in range(per.shape[-1]) if k not in blurred]
+    mine = per[..., others].mean(-1)                                        # [setting, seed]
+    claims.append(Claim("Fig. 6", "blurring two classes raises the other classes' per-class NC1",
+                        (mine[1:] > mine[:1]).ravel(), "runs (seed x last-layer weight decay)",
+                        f"other classes' NC1(k), clean {_mean_sd(mine[0])}, blurred {_mean_sd(mine[1:])}"))
+    order = np.argsort(bl["weight_decays_last"])[::-1] + 1                  # settings from the largest λ_W down
+    for name, label in (("nc1_per_class", "the other classes' per-class NC1"), ("nc1_pinv", "NC1"),
+                        ("nc2_etf_distance", "NC2"), ("nc3_etf_distance", "NC3")):
+        v = mine if name == "nc1_per_class" else bl[name][:, :, -1, -1 if name == "nc3_etf_distance" else
+                                                         layer_index(bl, "deepest")]
+        holds = (np.diff(v[order], axis=0) > 0).all(axis=0)
+        claims.append(Claim("Fig. 6", f"a smaller last-layer weight decay increases {label} on the blurred data",
+                            holds, "seeds", "from the largest λ_W to 0: "
+                            + " / ".join(_mean_sd(v[s]) for s in order)))
+    return claims
+
+
+def _pairs_improve(v: np.ndarray, worse: bool = False) -> np.ndarray:
+    """For values [depth, ...], one boolean per consecutive pair of depths and run: the deeper one is lower (or,
+    with ``worse``, higher)."""
+    d = np.diff(v, axis=0)
+    return (d > 0 if worse else d < 0).ravel()
+
+
+def _deep_head_claims(r: dict, where: str, backbone: int, relu: int) -> list[Claim]:
+    """Jacot et al. Fig. 1 / 4 on one network, seed by seed: ``r`` holds arrays [seed, record, layer] of a network
+    whose first ``backbone`` measured layers are not shown, then ``relu`` ReLU layers, then the linear head."""
+    nc1, nc2, bal, err = r["nc1_pinv"], r["nc2_condition_number"], r["balancedness"], r["train_error"][:, -1]
+    n = nc1.shape[-1]
+    head, relu_pairs, linear_pairs = slice(backbone + relu - 1, n - 1), slice(backbone, backbone + relu - 1), \
+        slice(backbone + relu, n - 1)
+    steps = np.asarray(r["steps"])
+    drop = int(np.searchsorted(steps, 0.8 * steps[-1]))            # the first record after the lr drop at 80%
+    lin_end, lin_drop = np.nanmean(bal[:, -1, linear_pairs], axis=1), np.nanmean(bal[:, drop, linear_pairs], axis=1)
+    fall = nc1[:, 0, n - 2] / nc1[:, -1, n - 2]
+    return [
+        Claim(where, "the network fits its training data (zero training error)", err == 0, "seeds",
+              f"final training error per seed: {', '.join(f'{e:.2%}' for e in err)}"),
+        Claim(where, "collapse is reached: NC1 at the classifier's input falls at least a hundredfold in training",
+              fall >= 100, "seeds", f"NC1 there falls {', '.join(f'{f:.3g}' for f in fall)}-fold"),
+        Claim(where, "NC2 improves progressively with each layer of the linear head",
+              (np.diff(nc2[:, -1, head], axis=1) < 0).all(axis=1), "seeds",
+              "NC2 from the head's input to the classifier's input: "
+              + "; ".join(" → ".join(f"{x:.3g}" for x in row) for row in nc2[:, -1, head])),
+        Claim(where, "the linear layers end far more balanced than the non-linear ones (5 times at least)",
+              np.nanmax(bal[:, -1, linear_pairs], axis=1) < np.nanmin(bal[:, -1, relu_pairs], axis=1) / 5, "seeds",
+              f"balancedness, linear pairs {_mean_sd(bal[:, -1, linear_pairs])}, ReLU pairs "
+              f"{_mean_sd(bal[:, -1, relu_pairs])}"),
+        Claim(where, "after the learning-rate drop the linear layers' balancedness decreases again (by 5% at least)",
+              lin_end < 0.95 * lin_drop, "seeds",
+              f"mean over the linear pairs at the drop {_mean_sd(lin_drop)}, at the end {_mean_sd(lin_end)}"),
+    ]
+
+
+def jacot_claims(mlp: dict, mlp_cfg, fig1: dict, fig1_cfg, hd: dict, hd_cfg, rh: dict, nd: dict, nd_cfg
+                 ) -> list[Claim]:
+    """Every claim of Jacot et al. Sec. 6 and App. A (Figs. 1-5) on cached results (the results of ``jacot_mlp``,
+    ``jacot_resnet_fig1``, ``jacot_head_depth``, ``jacot_resnet_head``, ``jacot_nonlinear_depth`` with their
+    configurations), each checked on every run: seeds, weight decays, depths and learning rates."""
+    pick = lambda r, *i: {k: (v[i] if np.ndim(v) > 2 else v) for k, v in r.items()}    # noqa: E731
+    claims = _deep_head_claims(pick(mlp, slice(None), 0), "Fig. 4, MLP", 2, mlp_cfg.num_nonlinear - 2)
+    claims += _deep_head_claims(pick(fig1, 0, slice(None), 0), "Fig. 1, ResNet", 1, fig1_cfg.num_nonlinear)
+    for r, where, first in ((hd, "Fig. 2, MLP", hd_cfg.num_nonlinear - 1), (rh, "Fig. 2 right / 5, ResNet", 1)):
+        nc2 = head_values(r, "nc2_condition_number", first)                  # [depth, seed, weight decay]
+        nc1 = head_values(r, "nc1_pinv", first)["last"]
+        fit = (r["train_error"][..., -1] == 0).mean()
+        claims.append(Claim(where, "NC2 of the head's last layer improves with every added linear layer",
+                            _pairs_improve(nc2["last"]), "(seed, weight decay, added layer) runs",
+                            f"{fit:.0%} of the runs fit the data; NC2 there by depth, mean over runs: "
+                            + " → ".join(f"{x:.3g}" for x in nc2["last"].mean(axis=(1, 2)))))
+        if r is hd:
+            claims.append(Claim(where, "NC2 of the head's input layer gets slightly worse with every added layer",
+                                _pairs_improve(nc2["first"], worse=True), "(seed, weight decay, added layer) runs",
+                                "by depth, mean over runs: " + " → ".join(f"{x:.3g}" for x in
+                                                                        nc2["first"].mean(axis=(1, 2)))))
+            spread = np.nanmax(nc1, axis=0) / np.nanmin(nc1, axis=0)              # [seed, weight decay]
+            claims.append(Claim(where, "NC1 does not depend strongly on the head's depth (within a factor 10)",
+                                (spread < 10).ravel(), "(seed, weight decay) runs",
+                                f"largest / smallest NC1 of the last layer over depths: {_mean_sd(spread)}"))
+    for name, label in (("balancedness", "balancedness"), ("negativity", "negativity")):
+        s = nonlinear_layer_summary(nd, name, nd_cfg.backbone)                 # [depth, lr, seed]
+        for kind in ("min", "mean"):
+            claims.append(Claim("Fig. 3", f"the {kind} {label} of the non-linear layers is lower in the deepest "
+                                "network than in the shallowest", (s[kind][-1] < s[kind][0]).ravel(),
+                                "(learning rate, seed) runs",
+                                f"depth {nd_cfg.depths[0]} {_mean_sd(s[kind][0])}, depth {nd_cfg.depths[-1]} "
+                                f"{_mean_sd(s[kind][-1])}"))
+    return claims

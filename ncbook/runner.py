@@ -296,6 +296,12 @@ def get(name: str, scale: str = "cpu", root: Path | None = None, **overrides) ->
         raise cache.CacheError(f"{err} (experiment {name!r}, scale {scale!r})", err.kind) from None
 
 
+def cached_scales(name: str, root: Path | None = None, **overrides) -> list[str]:
+    """The scales at which a current result of ``name`` (with ``overrides``) is stored, in registry order."""
+    return [scale for scale in get_experiment(name).scales
+            if cached_current(Run.of(name, scale, **overrides), root) is not None]
+
+
 BOOK_SCALE_VARIABLE = "NCBOOK_SCALE"
 """The environment variable that picks the scale the chapters of Part IV show (default ``cpu``)."""
 

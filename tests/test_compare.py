@@ -57,3 +57,70 @@ def test_layers_are_read_by_name_or_role():
         compare.layer_index(resnet, "hidden 2")
     with pytest.raises(ValueError, match="intermediate"):
         compare.layer_index({"layer_names": np.array(["hidden 1", "output"])}, "intermediate")
+
+
+def _tirer_results(seeds: int = 3):
+    """Synthetic results in the shapes the runner stores, where every claim of Tirer et al. holds on every seed."""
+    names = np.array(["hidden 1", "hidden 2", "hidden 3", "output"])
+    lw = {"nc1_pinv": np.tile(np.linspace(1.0, 0.1, 5), (seeds, 1)),
+          "nc1_trace_ratio": np.tile(np.linspace(2.0, 0.2, 5), (seeds, 1))}
+    epochs = np.arange(0, 101, 20.0)
+    deep = np.array([1.0, 0.99, 0.7, 1.02, 1.5])              # baseline, x2 W, x2 H, 0 W, 0 H: H moves it more
+    ab = {"layer_names": names, "epochs": epochs, "train_error": np.zeros((2, seeds, 5, 6))}
+    ab["train_error"][..., :2] = 0.1
+    for name in ("nc1_pinv", "nc2_etf_distance"):
+        v = np.ones((2, seeds, 5, 6, 4))
+        v[..., -1, 2] = deep
+        v[..., -1, 1] = 3 * deep
+        ab[name] = v
+    bl = {"layer_names": names, "weight_decays_last": np.array([5e-4, 5e-5, 0.0])}
+    per = np.ones((4, seeds, 6, 10))
+    per[1:, :, -1, :] = np.array([1.5, 1.6, 1.7])[:, None, None]        # others rise, more as λ_W falls
+    bl["nc1_per_class"] = per
+    for name in ("nc1_pinv", "nc2_etf_distance", "nc3_etf_distance"):
+        v = np.ones((4, seeds, 6, 4))
+        v[1:, :, -1, :] = np.array([1.1, 1.2, 1.3])[:, None, None]
+        bl[name] = v
+    return lw, ab, {k: v.copy() for k, v in ab.items()}, bl
+
+
+def test_tirer_claims_are_checked_seed_by_seed_and_a_failing_seed_makes_a_claim_partly():
+    lw, ab, ab_small, bl = _tirer_results()
+    claims = compare.tirer_claims(lw, ab, ab_small, bl, ("mse", "ce"), (4, 9))
+    assert [c.verdict for c in claims] == ["reproduced"] * len(claims), compare.format_claims(claims)
+    assert len(claims) == 15 and "15 reproduced, 0 partly, 0 not reproduced" in compare.format_claims(claims)
+    # break it on purpose: one seed where zeroing W moves NC1 more than zeroing H, for MSE only
+    ab["nc1_pinv"][0, 1, 3, -1, 2] = 5.0
+    lw["nc1_pinv"][:, -1] = 2.0                                         # no seed's NC1 falls with depth
+    bl["nc1_pinv"][2, 0, -1, 2] = 1.0                                   # seed 0: NC1 not monotone in λ_W
+    ab["train_error"][1, 2, 4, :] = 0.05                                 # one CE run never interpolates
+    v = {(c.where, c.claim[:30]): c.verdict for c in compare.tirer_claims(lw, ab, ab_small, bl, ("mse", "ce"), (4, 9))}
+    assert v[("Fig. 2", "NC1 and gNC1 decrease as hidde")] == "not reproduced"
+    assert v[("Fig. 3, Table 1, MSE", "changing the feature layers' w")] == "partly"
+    assert v[("Fig. 3, Table 1, CE", "changing the feature layers' w")] == "reproduced"
+    assert v[("Sec. 6", "every setting reaches zero tra")] == "partly"
+    nc1_claim = next(c for c in compare.tirer_claims(lw, ab, ab_small, bl, ("mse", "ce"), (4, 9))
+                     if c.claim.endswith("increases NC1 on the blurred data"))
+    assert nc1_claim.holds.tolist() == [False, True, True]
+
+
+def test_deep_head_claims_follow_the_layers_and_fail_where_a_seed_fails():
+    """Fig. 1 / 4 on a synthetic 7-layer result (1 backbone, 3 ReLU, 2 linear, output): every claim holds on both
+    seeds; then seed 1's NC2 gets worse in the head and its linear layers stay unbalanced."""
+    S, R, n = 2, 11, 7
+    r = {"steps": np.arange(R) * 100.0, "train_error": np.zeros((S, R))}
+    r["nc1_pinv"] = np.ones((S, R, n))
+    r["nc1_pinv"][:, -1] = 1e-3
+    r["nc2_condition_number"] = np.ones((S, R, n))
+    r["nc2_condition_number"][:, -1, 3:6] = [4.0, 2.0, 1.5]            # the head: last ReLU output, 2 linear
+    bal = np.full((S, R, n), np.nan)
+    bal[:, :, 1:3] = 1.0                                               # ReLU pairs
+    bal[:, :, 4:6] = np.linspace(0.1, 0.01, R)[None, :, None]          # linear pairs, falling to the end
+    r["balancedness"] = bal
+    claims = compare._deep_head_claims(r, "Fig. 1", backbone=1, relu=3)
+    assert [c.verdict for c in claims] == ["reproduced"] * 5, compare.format_claims(claims)
+    r["nc2_condition_number"][1, -1, 5] = 3.0
+    r["balancedness"][1, :, 4:6] = 0.5
+    r["train_error"][0, -1] = 0.01
+    got = [c.holds.tolist() for c in compare._deep_head_claims(r, "Fig. 1", backbone=1, relu=3)]
+    assert got == [[False, True], [True, True], [True, False], [True, False], [True, False]]

@@ -10,10 +10,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "ncbook"
 FLOORS = [
     {"cache", "codehash", "data", "metrics", "nets"},          # ground: import nothing from the package
     {"train", "ufm"},
-    {"bounds", "compare"},                                    # bounds and the readers of results
+    {"bounds"},
     {"stability"},
     {"experiments", "reproduce"},                             # the code that produces results
-    {"registry", "cost"},                                     # configuration as data, and what it costs
+    {"registry", "cost", "compare"},                          # configuration as data, its cost, results read
     {"runner", "plotting"},
     {"interactive", "__main__"},
 ]

@@ -81,3 +81,17 @@ def test_chapters_show_the_scale_ncbook_scale_names(monkeypatch, capsys):
     monkeypatch.setenv("NCBOOK_SCALE", "huge")
     with pytest.raises(ValueError, match="NCBOOK_SCALE='huge' is not a scale; choose one of tiny, cpu, gpu, paper"):
         runner.book_scale()
+
+
+def test_cached_scales_lists_only_current_results(tmp_path):
+    """A chapter shows its claims at every scale with a current result: a stored tiny run is listed, a run with
+    other settings is not, and a stale one drops out."""
+    results = tmp_path / "results"
+    assert runner.cached_scales("edge_of_stability", results) == []
+    runner.execute(runner.Run.of("edge_of_stability", "tiny"), progress=False, root=results)
+    assert runner.cached_scales("edge_of_stability", results) == ["tiny"]
+    assert runner.cached_scales("edge_of_stability", results, steps=7) == []
+    manifest = next(results.glob("edge_of_stability/tiny*.json"))
+    record = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps(record | {"key": "0" * 16}))
+    assert runner.cached_scales("edge_of_stability", results) == []
