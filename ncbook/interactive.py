@@ -3,9 +3,13 @@
 ``SliderFigure(draw, params)`` declares the parameters (name -> grid of values) and a function that draws the figure
 for one value of each. Displayed in a notebook it offers, in one output:
 
-* ``application/vnd.jupyter.widget-view+json``: ipywidgets sliders redrawing through the live kernel (Jupyter);
+* ``application/vnd.jupyter.widget-view+json``: ipywidgets sliders redrawing through the live kernel (Jupyter). This
+  is lazy: only the initial position is drawn when the figure is shown; any other is drawn the first time a slider
+  reaches it (its progress bars, e.g. of a training run, show below the figure), then kept;
 * ``text/html``: the same sliders over figures precomputed for every grid point, switched by a few lines of inline
-  JavaScript, so the rendered book stays interactive with no kernel and no network;
+  JavaScript, so the rendered book stays interactive with no kernel and no network. Only made for the static
+  export: when :data:`STATIC_VARIABLE` is ``1`` (``make execute`` sets it) or outside a kernel. The size cap
+  :data:`MAX_HTML_BYTES` applies to it alone;
 
 For print (and ``make pdf``) the inline script lays every slider figure out as small multiples of all its positions,
 each labelled (``ncsfPrintLayout``, run on the browser's ``beforeprint`` event).
@@ -20,6 +24,7 @@ import hashlib
 import html
 import itertools
 import json
+import os
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -30,6 +35,9 @@ from .plotting import page_png
 
 MAX_HTML_BYTES = 3 * 1024 * 1024
 """Largest static slider figure we embed in a page (all frames together)."""
+
+STATIC_VARIABLE = "NCBOOK_STATIC_FIGURES"
+"""Set to ``1`` when executing chapters for the book: slider figures then precompute every position as HTML."""
 
 _JS = """(function(){var r=document.getElementById(%(id)s);if(!r)return;
 var f=JSON.parse(r.querySelector('script.ncsf-frames').textContent);
@@ -67,7 +75,8 @@ def label_html(label: str) -> str:
 
 
 class SliderFigure:
-    """A figure with one slider per parameter; see the module docstring for the backends.
+    """A figure with one slider per parameter; see the module docstring for the backends (live: lazy; static
+    export: every position precomputed).
 
     Parameters
     ----------
@@ -79,7 +88,15 @@ class SliderFigure:
     initial : parameter name -> the value shown first (default: the first of its grid).
     alt : what the figure shows, for screen readers; the slider positions are appended.
 
-    Example: ``SliderFigure(lambda lam: plot(lam), {"lam": [0.01, 0.1, 1.0]}, labels={"lam": "λ"})``.
+    Example (two sliders; ``draw`` receives one keyword argument per parameter)::
+
+        def draw(lam, depth):
+            fig, ax = plt.subplots()
+            ax.plot(np.arange(depth), lam * np.arange(depth))
+            return fig
+
+        SliderFigure(draw, {"lam": [0.01, 0.1, 1.0], "depth": [2, 4, 8]}, labels={"lam": "λ_H", "depth": "L"},
+                     initial={"depth": 4}, alt="a line of slope λ_H over L points")
     """
 
     _count = 0
@@ -166,23 +183,32 @@ class SliderFigure:
                                         style={"description_width": "initial"}, continuous_update=False)
                    for k, grid in self.params.items()}
         img = w.Image(value=self.image(**self.initial), format="png")
+        log = w.Output()                # progress bars of a position drawn for the first time
 
         def redraw(_=None):
-            img.value = self.image(**{k: s.value for k, s in sliders.items()})
+            with log:
+                log.clear_output()
+                img.value = self.image(**{k: s.value for k, s in sliders.items()})
 
         for s in sliders.values():
             s.observe(redraw, names="value")
-        return w.VBox([*sliders.values(), img])
+        return w.VBox([*sliders.values(), img, log])
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, Any]:
         bundle: dict[str, Any] = {
-            "text/plain": f"SliderFigure({', '.join(f'{k}: {len(v)} values' for k, v in self.params.items())})",
-            "text/html": self.html(),
-        }
+            "text/plain": f"SliderFigure({', '.join(f'{k}: {len(v)} values' for k, v in self.params.items())})"}
+        if static_export():
+            bundle["text/html"] = self.html()
         if _in_kernel():
             widget_bundle = self.widget()._repr_mimebundle_()
             bundle.update({k: v for k, v in widget_bundle.items() if k != "text/plain"})
         return bundle
+
+
+def static_export() -> bool:
+    """Whether slider figures precompute every position as HTML: when executing for the book (:data:`STATIC_VARIABLE`
+    is ``1``) or outside a live kernel."""
+    return os.environ.get(STATIC_VARIABLE) == "1" or not _in_kernel()
 
 
 def _in_kernel() -> bool:

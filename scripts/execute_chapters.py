@@ -21,6 +21,8 @@ import jupytext
 import nbformat
 from nbclient import NotebookClient
 
+from ncbook.interactive import STATIC_VARIABLE
+
 ROOT = Path(__file__).resolve().parents[1]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -57,6 +59,7 @@ def execute(md: Path) -> Path:
     nb = jupytext.read(md)
     os.environ["TQDM_DISABLE"] = "1"          # inherited by the kernel: no progress-bar widgets in the outputs
     os.environ["PYTHONHASHSEED"] = "0"
+    os.environ[STATIC_VARIABLE] = "1"          # slider figures precompute every position for the static book
     client = NotebookClient(nb, timeout=1800, kernel_name="python3", store_widget_state=False,
                             resources={"metadata": {"path": str(md.parent)}})
     client.execute()

@@ -47,3 +47,46 @@ def test_slider_figure_rejects_bad_declarations_and_oversized_pages(monkeypatch)
     with pytest.raises(ValueError, match="coarser grid"):
         SliderFigure(_draw, {"a": [1, 2]}).html()
     assert MAX_HTML_BYTES == 3 * 1024 * 1024
+
+
+def test_live_sliders_are_lazy_and_the_export_precomputes_every_position(monkeypatch):
+    """In a live kernel only the initial position is drawn when the figure is shown, another the first time a slider
+    reaches it, then never again; the size cap does not apply. Executing for the book (NCBOOK_STATIC_FIGURES=1)
+    draws every position into the static HTML."""
+    pytest.importorskip("ipywidgets")
+    calls = []
+
+    def draw(a):
+        calls.append(a)
+        return _draw(a)
+
+    monkeypatch.setattr("ncbook.interactive._in_kernel", lambda: True)
+    monkeypatch.delenv("NCBOOK_STATIC_FIGURES", raising=False)
+    monkeypatch.setattr("ncbook.interactive.MAX_HTML_BYTES", 1000)           # would refuse the static export
+    sf = SliderFigure(draw, {"a": [1, 2, 3, 4]}, initial={"a": 2})
+    box = sf.widget()
+    bundle = sf._repr_mimebundle_()
+    assert "text/html" not in bundle and "application/vnd.jupyter.widget-view+json" in bundle
+    assert calls == [2]
+    slider = box.children[0]
+    slider.value = 4
+    slider.value = 2
+    slider.value = 4
+    assert calls == [2, 4]                                                 # drawn once each, on first view
+    monkeypatch.setattr("ncbook.interactive.MAX_HTML_BYTES", 3 * 1024 * 1024)
+    monkeypatch.setenv("NCBOOK_STATIC_FIGURES", "1")
+    assert "text/html" in sf._repr_mimebundle_() and sorted(calls) == [1, 2, 3, 4]
+
+
+def test_the_books_example_of_adding_a_slider_runs():
+    """The code of "Adding a slider" (book/working.md) runs as printed and makes a 3 x 3 slider figure."""
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "book" / "working.md").read_text()
+    [code] = re.findall(r"```python\n(.*?)```", page, flags=re.S)
+    scope: dict = {}
+    exec(compile(code, "working.md", "exec"), scope)
+    sf = scope["slider"]
+    frames = json.loads(re.search(r'class="ncsf-frames">(.*?)</script>', sf.html()).group(1))
+    assert len(frames) == 9 and 'data-key="0,1"' in sf.html()
+    assert "λ<sub>H</sub>" in sf.html()
