@@ -202,12 +202,11 @@ def tirer_claims(lw: dict, ab: dict, ab_small: dict, bl: dict, losses: tuple[str
                             f"NC1 doubled / baseline / zeroed: {_mean_sd(f[:, h2])} / {_mean_sd(f[:, 0])} / "
                             f"{_mean_sd(f[:, h0])}"))
     for result, label in ((ab, "Figs. 4-5 (c)"), (ab_small, "Figs. 4-5 (c), fewer per class")):
-        deep, mid = final_at(result, "nc1_pinv", "deepest"), final_at(result, "nc1_pinv", "intermediate")
-        claims.append(Claim(label, "the NC metrics are larger in the intermediate features than in the deepest",
-                            (mid > deep).ravel() & (final_at(result, "nc2_etf_distance", "intermediate")
-                                                   > final_at(result, "nc2_etf_distance", "deepest")).ravel(),
-                            "runs (loss x seed x setting; NC1 and NC2)",
-                            f"NC1 intermediate / deepest: {_mean_sd(mid / deep)}"))
+        for name, key in (("nc1_pinv", "NC1"), ("nc2_etf_distance", "NC2")):
+            deep, mid = final_at(result, name, "deepest"), final_at(result, name, "intermediate")
+            claims.append(Claim(label, f"{key} is larger in the intermediate features than in the deepest",
+                                (mid > deep).ravel(), "runs (loss x seed x setting)",
+                                f"{key} intermediate / deepest: {_mean_sd(mid / deep)}"))
     per = bl["nc1_per_class"][:, :, -1, :]                                  # [setting, seed, class]
     others = [k for k in range(per.shape[-1]) if k not in blurred]
     mine = per[..., others].mean(-1)                                        # [setting, seed]

@@ -88,7 +88,7 @@ def test_tirer_claims_are_checked_seed_by_seed_and_a_failing_seed_makes_a_claim_
     lw, ab, ab_small, bl = _tirer_results()
     claims = compare.tirer_claims(lw, ab, ab_small, bl, ("mse", "ce"), (4, 9))
     assert [c.verdict for c in claims] == ["reproduced"] * len(claims), compare.format_claims(claims)
-    assert len(claims) == 15 and "15 reproduced, 0 partly, 0 not reproduced" in compare.format_claims(claims)
+    assert len(claims) == 17 and "17 reproduced, 0 partly, 0 not reproduced" in compare.format_claims(claims)
     # break it on purpose: one seed where zeroing W moves NC1 more than zeroing H, for MSE only
     ab["nc1_pinv"][0, 1, 3, -1, 2] = 5.0
     lw["nc1_pinv"][:, -1] = 2.0                                         # no seed's NC1 falls with depth
