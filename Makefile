@@ -7,6 +7,8 @@
 #   make execute
 # and one prints the whole book to one PDF (_build/pdf/ncbook.pdf):
 #   make pdf
+# and one builds the student edition (no solutions) into _build/student:
+#   make student
 # and one opens the chapters in JupyterLab (each .md opens as a notebook, paired with its .ipynb):
 #   make lab
 SHELL := /bin/bash
@@ -14,7 +16,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: install lab assets book pdf test unit quick mutation notebooks pairing build-strict lint verify execute clean
+.PHONY: install lab student assets book pdf test unit quick mutation notebooks pairing build-strict lint verify execute clean
 
 # JupyterLab settings of this environment: a chapter's .md opens as a notebook (jupytext), not in the text editor
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
@@ -38,10 +40,14 @@ book: install assets
 	$(VENV)/bin/jupyter-book build .
 	@echo "Open _build/html/index.html in a browser."
 
+# the student edition: the book and its notebooks without the solutions (_build/student)
+student: install assets
+	$(PY) scripts/student_edition.py
+
 pdf: book
 	$(PY) scripts/make_pdf.py _build/html _build/pdf/ncbook.pdf
 
-test: install assets lint verify unit mutation pairing notebooks build-strict
+test: install assets lint verify unit mutation pairing notebooks build-strict student
 	@echo "all checks passed"
 
 verify:
