@@ -32,3 +32,31 @@ def test_every_figure_cell_has_a_number_a_caption_and_alt_text(md: Path):
         assert "alt:" in cell or 'alt="' in cell, f"{md.stem}: a figure without alt text"
         name = re.search(r"name: (fig-[\w-]+)", cell).group(1)
         assert f"{{numref}}`{name}`" in text, f"{md.stem}: the text never refers to {name} by number"
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_chapters_open_with_objectives_and_end_with_a_summary_before_the_exercises(md: Path):
+    text = md.read_text()
+    head, first_section = text.split("\n## ", 1)
+    assert ":::{admonition} Objectives and prerequisites" in head and "**Prerequisites:**" in head
+    sections = re.findall(r"^## (.+)$", text, re.M)
+    assert sections[-2:] == ["Summary", "Exercises"], sections[-3:]
+    summary = text.split("\n## Summary\n", 1)[1].split("\n## Exercises", 1)[0]
+    assert summary.count("\n- ") >= 2
+    book = "".join(p.read_text() for p in CHAPTERS)
+    for label in re.findall(r"\{prf:ref\}`([^`]+)`", summary):     # the summary cites statements of the book
+        assert f":label: {label}\n" in book, f"{md.stem}: the summary cites {label}, stated nowhere"
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_every_exercise_has_a_difficulty(md: Path):
+    titles = re.findall(r"^:::\{exercise\}(.*)$", md.read_text(), re.M)
+    assert titles and all(t.strip() in ("(basic)", "(intermediate)", "(advanced)") for t in titles), titles
+
+
+def test_the_instructors_page_covers_every_chapter():
+    page = (BOOK / "instructors.md").read_text()
+    path = page.split("## Reading path", 1)[1].split("\n## ", 1)[0]
+    labels = [re.search(r"^\((ch-[\w-]+)\)=", md.read_text(), re.M).group(1) for md in CHAPTERS]
+    assert all(f"{{ref}}`{label}`" in path for label in labels)
+    assert "## A two-week module" in page and "## A four-week course" in page
