@@ -5,6 +5,7 @@ Readers of results live here, apart from the code that produces them (:mod:`ncbo
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 
 import numpy as np
@@ -127,6 +128,10 @@ def nonlinear_layer_summary(result: dict[str, np.ndarray], name: str, backbone: 
 # claims tables: every claim of a paper's figures and text, checked on every run
 
 
+WRAP = 100
+"""Width of a printed claims table (a page's code output shows about 100 characters)."""
+
+
 @dataclass(frozen=True)
 class Claim:
     """One claim of a paper, checked run by run: ``holds`` has one boolean per run (seed, setting, depth...), every
@@ -144,8 +149,10 @@ class Claim:
         return "reproduced" if n == np.size(self.holds) else "not reproduced" if n == 0 else "partly"
 
     def __str__(self) -> str:
-        return (f"[{self.where}] {self.claim}\n    {self.verdict.upper()}: holds in {int(np.sum(self.holds))} of "
-                f"{np.size(self.holds)} {self.runs}; {self.numbers}")
+        head = textwrap.fill(f"[{self.where}] {self.claim}", WRAP, subsequent_indent="  ")
+        body = textwrap.fill(f"{self.verdict.upper()}: holds in {int(np.sum(self.holds))} of {np.size(self.holds)} "
+                             f"{self.runs}; {self.numbers}", WRAP, initial_indent="    ", subsequent_indent="    ")
+        return f"{head}\n{body}"
 
 
 def format_claims(claims: list[Claim]) -> str:
@@ -155,7 +162,7 @@ def format_claims(claims: list[Claim]) -> str:
 
 
 def _mean_sd(v: np.ndarray, fmt: str = ".3g") -> str:
-    return f"{np.nanmean(v):{fmt}} ± {np.nanstd(v):{fmt}}"
+    return f"{np.nanmean(v):{fmt}}\u00a0±\u00a0{np.nanstd(v):{fmt}}"      # no line break inside
 
 
 def _first_zero_error_epoch(result: dict[str, np.ndarray]) -> np.ndarray:
