@@ -128,8 +128,8 @@ def nonlinear_layer_summary(result: dict[str, np.ndarray], name: str, backbone: 
 # claims tables: every claim of a paper's figures and text, checked on every run
 
 
-WRAP = 100
-"""Width of a printed claims table (a page's code output shows about 100 characters)."""
+WRAP = 80
+"""Width of a printed claims table: a page's code output shows about 80 characters without scrolling."""
 
 
 @dataclass(frozen=True)
