@@ -200,8 +200,8 @@ EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
                                  lr=1e-3, batch_size=128, momentum=0.0, record_every=46_900),
         },
         notes={"gpu": "Fig. 4's network (784, 8 x 1024, 10; 5 non-linear layers), weight decay 0.0018, lr 0.001, on "
-                        "MNIST-5k: 400,000 SGD steps of batch 128 in shuffled passes (40 per epoch) = the paper's 10,000 "
-                        "epochs; 3 seeds instead of 5 to fit 10 minutes.",
+                        "MNIST-5k: 400,000 SGD steps of batch 128 in shuffled passes (40 per epoch) = the paper's "
+                        "10,000 epochs; 3 seeds instead of 5 to fit 10 minutes.",
                "paper": "Jacot et al. App. A: 5 non-linear + 4 linear layers, weight decay 0.0018, lr 0.001, "
                         "10,000 epochs, 5 runs. Width, optimiser and batch size are not stated in the text; "
                         "width 1024, plain SGD with batch 128 are our assumptions: 4,690,000 steps = 10,000 epochs "

@@ -77,7 +77,9 @@ def test_paper_architecture_path_runs(name):
                      **({"losses": ("ce",)} if name == "tirer_wd_ablation" else {}))
     out = exp.run(cfg, progress=False)
     assert np.isfinite(out["loss"]).all()
-    assert out["nc1_pinv"].shape[-1] == 2          # the backbone's output H and the logits
+    assert out["nc1_pinv"].shape[-1] == 3          # the third stage (Fig. 4c/5c), the backbone's output H, logits
+    assert out["layer_names"].tolist() == ["res block 3", "res block 4", "output"]
+    assert compare.final_at(out, "nc1_pinv", "intermediate").shape == compare.final_at(out, "nc1_pinv", "deepest").shape
 
 
 def test_a_finished_run_leaves_no_checkpoints(tmp_path):
