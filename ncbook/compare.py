@@ -169,8 +169,7 @@ def _first_zero_error_epoch(result: dict[str, np.ndarray]) -> np.ndarray:
     """Per run (every leading index), the first recorded epoch with zero training error (NaN if never)."""
     err, epochs = result["train_error"], np.asarray(result["epochs"])
     zero = err == 0
-    first = np.where(zero.any(-1), epochs[np.argmax(zero, axis=-1)], np.nan)
-    return first
+    return np.where(zero.any(-1), epochs[np.argmax(zero, axis=-1)], np.nan)
 
 
 def tirer_claims(lw: dict, ab: dict, ab_small: dict, bl: dict, losses: tuple[str, ...],

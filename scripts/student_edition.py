@@ -86,12 +86,8 @@ def write_sources(out: Path = OUT / "src") -> Path:
 
 def main() -> int:
     src = write_sources()
-    build = [sys.executable, "-m", "jupyter_book", "build", str(src), "--path-output", str(OUT), "-W", "-n",
-             "--keep-going"]
-    jb = Path(sys.executable).with_name("jupyter-book")
-    if jb.exists():
-        build[:3] = [str(jb)]
-    rc = subprocess.run(build).returncode
+    jb = Path(sys.executable).with_name("jupyter-book")          # installed beside this Python, as `make` uses it
+    rc = subprocess.run([str(jb), "build", str(src), "--path-output", str(OUT), "-W", "-n", "--keep-going"]).returncode
     if rc == 0:
         print(f"student edition: {OUT / '_build' / 'html' / 'index.html'}; notebooks in {src / 'book'}")
     return rc
