@@ -16,18 +16,37 @@ from .train import PER_LAYER_METRICS, History
 # reading the results: the quantities the papers' claims are about
 
 
-def layer_index(result: dict[str, np.ndarray], layer: str) -> int:
-    """The position of a named layer on a result's layer axis: a name from its ``layer_names`` ("hidden 2",
-    "res block 3", "output"), or a role: "deepest" (the classifier's input, Tirer et al.'s H) or "intermediate" (the
-    layer before it: an MLP's second-to-last hidden layer, ResNet18's third residual stage, Tirer et al. Fig. 4c/5c)."""
-    names = [str(n) for n in result["layer_names"]]
-    roles = {"deepest": len(names) - 2, "intermediate": len(names) - 3}
+def layer_names(result: dict[str, np.ndarray], depth: int | None = None) -> list[str]:
+    """The names on a result's layer axis ("hidden 1", "linear 2", "res block 3", "backbone", "output"); for a sweep
+    whose networks differ in depth, those of the network at index ``depth`` of its depths (without the padding)."""
+    names = np.asarray(result["layer_names"])
+    if names.ndim == 2:
+        if depth is None:
+            raise ValueError("this result's networks differ in depth: pass depth= (an index into its depths)")
+        names = names[depth]
+    return [str(n) for n in names if str(n)]
+
+
+def layers_of(result: dict[str, np.ndarray], kind: str, depth: int | None = None) -> list[int]:
+    """The positions of every layer of one kind: "hidden" (the ReLU layers' outputs) or "linear" (the linear layers
+    before the classifier); see :func:`layer_names`."""
+    return [i for i, n in enumerate(layer_names(result, depth)) if n.startswith(kind + " ")]
+
+
+def layer_index(result: dict[str, np.ndarray], layer: str, depth: int | None = None) -> int:
+    """The position of a named layer on a result's layer axis: a name from :func:`layer_names`, or a role:
+    "deepest" (the classifier's input, Tirer et al.'s H; the last layer of Jacot et al.'s linear head),
+    "intermediate" (the layer before it: an MLP's second-to-last hidden layer, ResNet18's third residual stage, Tirer
+    et al. Fig. 4c/5c) or "head input" (the last ReLU layer's output, the input of Jacot et al.'s linear head)."""
+    names = layer_names(result, depth)
+    hidden = layers_of(result, "hidden", depth)
+    roles = {"deepest": len(names) - 2, "intermediate": len(names) - 3, "head input": hidden[-1] if hidden else -1}
     if layer in names:
         return names.index(layer)
     if roles.get(layer, -1) >= 0:
         return roles[layer]
-    raise ValueError(f"no layer {layer!r} in this result: its layers are {names}, or the roles 'deepest' and "
-                     "'intermediate'")
+    raise ValueError(f"no layer {layer!r} in this result: its layers are {names}, or the roles 'deepest', "
+                     "'intermediate' and 'head input'")
 
 
 def final_at(result: dict[str, np.ndarray], name: str, layer: str) -> np.ndarray:
@@ -35,18 +54,18 @@ def final_at(result: dict[str, np.ndarray], name: str, layer: str) -> np.ndarray
     return result[name][..., -1, layer_index(result, layer)]
 
 
-def head_ends(result: dict[str, np.ndarray], first: int) -> dict[str, np.ndarray]:
-    """Per depth, the layer index of the linear head's first layer (its input: the output of the last non-linear
-    layer, index ``first``) and of its last layer (the input of the classifier, index num_layers - 2); they
-    coincide for a one-layer head."""
-    last = np.asarray(result["num_layers"]) - 2
-    return {"first": np.full_like(last, first), "last": last}
+def head_ends(result: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Per depth of a sweep, the position of the linear head's first layer (its input, "head input") and of its last
+    (the classifier's input, "deepest"); they coincide for a one-layer head."""
+    depths = range(len(result["depths"]))
+    return {"first": np.array([layer_index(result, "head input", d) for d in depths]),
+            "last": np.array([layer_index(result, "deepest", d) for d in depths])}
 
 
-def head_values(result: dict[str, np.ndarray], name: str, first: int) -> dict[str, np.ndarray]:
+def head_values(result: dict[str, np.ndarray], name: str) -> dict[str, np.ndarray]:
     """Metric ``name`` at the end of training at the linear head's first and last layer (:func:`head_ends`),
     each indexed [depth, seed, weight decay] (Jacot et al. Fig. 2)."""
-    ends = head_ends(result, first)
+    ends = head_ends(result)
     return {w: np.array([result[name][d, ..., -1, ends[w][d]] for d in range(len(ends[w]))]) for w in ends}
 
 
@@ -114,11 +133,12 @@ def history_at(result: dict[str, np.ndarray], *index: int) -> History:
 
 
 def nonlinear_layer_summary(result: dict[str, np.ndarray], name: str, backbone: int) -> dict[str, np.ndarray]:
-    """Min and mean over the measured non-linear layers (backbone+1 .. L1) of a metric at the end of training,
-    per [depth, lr, seed] (Jacot et al. Fig. 3). Balancedness of layer l couples W_l and W_(l+1)."""
+    """Min and mean over the measured non-linear layers (the ReLU layers after the first ``backbone``) of a metric
+    at the end of training, per [depth, lr, seed] (Jacot et al. Fig. 3). Balancedness of layer l couples W_l and
+    W_(l+1)."""
     mins, means = [], []
-    for d, L1 in enumerate(result["depths"]):
-        v = result[name][d, ..., -1, backbone:int(L1)]
+    for d in range(len(result["depths"])):
+        v = result[name][d][..., -1, :][..., layers_of(result, "hidden", d)[backbone:]]
         mins.append(np.nanmin(v, axis=-1))
         means.append(np.nanmean(v, axis=-1))
     return {"min": np.array(mins), "mean": np.array(means)}
@@ -238,13 +258,14 @@ def _pairs_improve(v: np.ndarray, worse: bool = False) -> np.ndarray:
     return (d > 0 if worse else d < 0).ravel()
 
 
-def _deep_head_claims(r: dict, where: str, backbone: int, relu: int) -> list[Claim]:
-    """Jacot et al. Fig. 1 / 4 on one network, seed by seed: ``r`` holds arrays [seed, record, layer] of a network
-    whose first ``backbone`` measured layers are not shown, then ``relu`` ReLU layers, then the linear head."""
+def _deep_head_claims(r: dict, where: str, shown: str) -> list[Claim]:
+    """Jacot et al. Fig. 1 / 4 on one network, seed by seed: ``r`` holds arrays [seed, record, layer] and the
+    ``layer_names``; the figure shows the layers from ``shown`` on (the ReLU layers before it are the backbone)."""
     nc1, nc2, bal, err = r["nc1_pinv"], r["nc2_condition_number"], r["balancedness"], r["train_error"][:, -1]
-    n = nc1.shape[-1]
-    head, relu_pairs, linear_pairs = slice(backbone + relu - 1, n - 1), slice(backbone, backbone + relu - 1), \
-        slice(backbone + relu, n - 1)
+    n, hidden = nc1.shape[-1], layers_of(r, "hidden")
+    head = slice(layer_index(r, "head input"), layer_index(r, "deepest") + 1)
+    relu_pairs = [i for i in hidden if i >= layer_index(r, shown) and i + 1 in hidden]     # (W_l, W_l+1), both ReLU
+    linear_pairs = layers_of(r, "linear")                                # a linear layer and the next (or the output)
     steps = np.asarray(r["steps"])
     drop = int(np.searchsorted(steps, 0.8 * steps[-1]))            # the first record after the lr drop at 80%
     lin_end, lin_drop = np.nanmean(bal[:, -1, linear_pairs], axis=1), np.nanmean(bal[:, drop, linear_pairs], axis=1)
@@ -268,17 +289,17 @@ def _deep_head_claims(r: dict, where: str, backbone: int, relu: int) -> list[Cla
     ]
 
 
-def jacot_claims(mlp: dict, mlp_cfg, fig1: dict, fig1_cfg, hd: dict, hd_cfg, rh: dict, nd: dict, nd_cfg
-                 ) -> list[Claim]:
+def jacot_claims(mlp: dict, fig1: dict, hd: dict, rh: dict, nd: dict, nd_cfg) -> list[Claim]:
     """Every claim of Jacot et al. Sec. 6 and App. A (Figs. 1-5) on cached results (the results of ``jacot_mlp``,
-    ``jacot_resnet_fig1``, ``jacot_head_depth``, ``jacot_resnet_head``, ``jacot_nonlinear_depth`` with their
-    configurations), each checked on every run: seeds, weight decays, depths and learning rates."""
+    ``jacot_resnet_fig1``, ``jacot_head_depth``, ``jacot_resnet_head``, ``jacot_nonlinear_depth``, and the last
+    one's configuration), each checked on every run: seeds, weight decays, depths and learning rates."""
     pick = lambda r, *i: {k: (v[i] if np.ndim(v) > 2 else v) for k, v in r.items()}    # noqa: E731
-    claims = _deep_head_claims(pick(mlp, slice(None), 0), "Fig. 4, MLP", 2, mlp_cfg.num_nonlinear - 2)
-    claims += _deep_head_claims(pick(fig1, 0, slice(None), 0), "Fig. 1, ResNet", 1, fig1_cfg.num_nonlinear)
-    for r, where, first in ((hd, "Fig. 2, MLP", hd_cfg.num_nonlinear - 1), (rh, "Fig. 2 right / 5, ResNet", 1)):
-        nc2 = head_values(r, "nc2_condition_number", first)                  # [depth, seed, weight decay]
-        nc1 = head_values(r, "nc1_pinv", first)["last"]
+    claims = _deep_head_claims(pick(mlp, slice(None), 0), "Fig. 4, MLP", "hidden 3")     # Fig. 4 shows layers 3-9
+    claims += _deep_head_claims(pick(fig1, 0, slice(None), 0) | {"layer_names": fig1["layer_names"][0]},
+                                "Fig. 1, ResNet", "hidden 1")
+    for r, where in ((hd, "Fig. 2, MLP"), (rh, "Fig. 2 right / 5, ResNet")):
+        nc2 = head_values(r, "nc2_condition_number")                         # [depth, seed, weight decay]
+        nc1 = head_values(r, "nc1_pinv")["last"]
         fit = (r["train_error"][..., -1] == 0).mean()
         claims.append(Claim(where, "NC2 of the head's last layer improves with every added linear layer",
                             _pairs_improve(nc2["last"]), "(seed, weight decay, added layer) runs",

@@ -14,7 +14,7 @@ import torch
 from . import bounds, data, metrics
 from .bounds import kappa, ntk_op_norm, op_norm, product
 from .data import load_data
-from .nets import MLP, Ensemble, SmoothLeakyReLU
+from .nets import MLP, Ensemble, SmoothLeakyReLU, mlp_layer_names, padded_layer_names
 from .stability import gd_phases, gd_with_sharpness
 from .train import History, TrainConfig, part_checkpoint, train, train_ensemble
 
@@ -125,7 +125,8 @@ def run_mlp_collapse(cfg: MLPCollapse, device: str = "cpu", progress: bool = Tru
                            checkpoint_every=max(1, cfg.steps // 20), progress=progress)
     S, W = len(cfg.seeds), len(cfg.weight_decays)
     out = {"steps": np.array(hists[0].steps), "seeds": np.array(cfg.seeds),
-           "weight_decays": np.array(cfg.weight_decays)}
+           "weight_decays": np.array(cfg.weight_decays),
+           "layer_names": np.array(mlp_layer_names(len(widths) - 1, cfg.num_nonlinear))}
     out["loss"] = np.array([h.loss for h in hists]).reshape(S, W, -1)
     out["train_error"] = np.array([h.train_error for h in hists]).reshape(S, W, -1)
     for name in hists[0].layers:
@@ -189,6 +190,7 @@ def run_head_depth(cfg: HeadDepth, device: str = "cpu", progress: bool = True,
     out["loss"] = np.stack([r["loss"][0] for r in runs])
     out["train_error"] = np.stack([r["train_error"][0] for r in runs])
     out["num_layers"] = np.array([r["nc1_trace_ratio"].shape[-1] for r in runs])
+    out["layer_names"] = padded_layer_names([r["layer_names"].tolist() for r in runs])
     for name in runs[0]:
         if runs[0][name].ndim == 4:
             most = max(r[name].shape[-1] for r in runs)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import math
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -39,6 +40,13 @@ def mlp_layer_names(num_layers: int, num_nonlinear: int) -> list[str]:
     the linear layers before the last, and "output"."""
     return ([f"hidden {i + 1}" for i in range(num_nonlinear)]
             + [f"linear {i + 1}" for i in range(num_layers - num_nonlinear - 1)] + ["output"])
+
+
+def padded_layer_names(names: list[list[str]]) -> np.ndarray:
+    """The layer names of networks of several depths as one [depth, layer] array, padded with "" where a network is
+    shallower (as its metrics are padded with NaN)."""
+    most = max(len(n) for n in names)
+    return np.array([list(n) + [""] * (most - len(n)) for n in names])
 
 
 class MLP(nn.Module):

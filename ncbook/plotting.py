@@ -407,12 +407,14 @@ def _band(ax, x, values, color, label, log: bool = True, **kw) -> None:
         ax.set_yscale("log")
 
 
-def plot_layer_dynamics(result: dict, seeds: list[int], first: int, wd_index: int = 0) -> Figure:
-    """Jacot et al. Fig. 1 / 4 (top): NC1, NC2, balancedness and negativity of layers ``first``.. over training,
-    mean +- 1 sd over the listed seed indices; the learning-rate drop is marked."""
-    steps = result["steps"]
-    L = result["nc1_pinv"].shape[-1]
-    layers = list(range(first, L))
+def plot_layer_dynamics(result: dict, seeds: list[int], first: str, wd_index: int = 0) -> Figure:
+    """Jacot et al. Fig. 1 / 4 (top): NC1, NC2, balancedness and negativity of the layers from the one named
+    ``first`` (:func:`~ncbook.compare.layer_index`) to the output over training, mean +- 1 sd over the listed seed
+    indices; the learning-rate drop is marked."""
+    from .compare import layer_index, layer_names
+
+    steps, names = result["steps"], layer_names(result)
+    layers = list(range(layer_index(result, first), len(names)))
     colors = layer_colors(len(layers))
     fig, axes = panels(4, 2.5)
     specs = [("nc1_trace_ratio", r"NC1 = tr$\Sigma_W$/tr$\Sigma_B$"),
@@ -422,7 +424,7 @@ def plot_layer_dynamics(result: dict, seeds: list[int], first: int, wd_index: in
         for c, layer in zip(colors, layers):
             v = result[name][seeds, wd_index, :, layer]
             if np.isfinite(v).any():
-                _band(ax, steps, v, c, f"layer {layer + 1}")
+                _band(ax, steps, v, c, names[layer])
         ax.set_title(title)
         ax.set_xlabel("GD step")
     axes[0].legend(ncol=2)
@@ -430,12 +432,15 @@ def plot_layer_dynamics(result: dict, seeds: list[int], first: int, wd_index: in
     return fig
 
 
-def plot_class_mean_cosines(result: dict, seed: int, layers: list[int], wd_index: int = 0) -> Figure:
-    """Jacot et al. Fig. 1 (bottom): cosines between class means of the given layers at the end of training."""
+def plot_class_mean_cosines(result: dict, seed: int, layers: list[str], wd_index: int = 0) -> Figure:
+    """Jacot et al. Fig. 1 (bottom): cosines between class means of the named layers at the end of training."""
+    from .compare import layer_index
+
     fig, axes = panels(len(layers), 3.0)
     for ax, layer in zip(axes, layers):
-        im = ax.imshow(result["class_mean_cosines"][seed, wd_index, layer], vmin=-1, vmax=1, cmap="RdBu_r")
-        ax.set_title(f"layer {layer + 1}")
+        im = ax.imshow(result["class_mean_cosines"][seed, wd_index, layer_index(result, layer)], vmin=-1, vmax=1,
+                       cmap="RdBu_r")
+        ax.set_title(layer)
         ax.grid(False)
         ax.set_xticks([])
         ax.set_yticks([])
@@ -443,17 +448,17 @@ def plot_class_mean_cosines(result: dict, seed: int, layers: list[int], wd_index
     return fig
 
 
-def plot_head_depth_sweep(result: dict, j: int, first: int) -> Figure:
-    """Jacot et al. Fig. 2: NC1 and NC2 of the first layer of the linear head (layer index ``first``, the last
-    non-linear output) and of its last layer (the input of the classifier) against the head's depth, weight decay
-    index j, mean +- 1 sd over seeds."""
+def plot_head_depth_sweep(result: dict, j: int) -> Figure:
+    """Jacot et al. Fig. 2: NC1 and NC2 of the first layer of the linear head (the last non-linear output) and of
+    its last layer (the input of the classifier) against the head's depth, weight decay index j, mean +- 1 sd over
+    seeds."""
     from .compare import head_values
 
     depths = np.asarray(result["depths"])
     fig, axes = panels(2, 3.0)
     for ax, name, title in [(axes[0], "nc1_trace_ratio", r"NC1 = tr$\Sigma_W$/tr$\Sigma_B$"),
                             (axes[1], "nc2_condition_number", r"NC2 = $\kappa(\bar Z)$")]:
-        values = head_values(result, name, first)
+        values = head_values(result, name)
         for which, color in (("first", "C0"), ("last", "C3")):
             v = values[which][:, :, j].T
             _band(ax, depths, v, color, f"{which} layer of the linear head", marker="o")

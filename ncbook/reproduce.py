@@ -17,7 +17,7 @@ import torch
 
 from . import data
 from .data import load_data
-from .nets import MLP, BackboneHead, BlockMLP, Ensemble, ResNet18, mlp_layer_names, resnet_backbone
+from .nets import MLP, BackboneHead, BlockMLP, Ensemble, ResNet18, mlp_layer_names, padded_layer_names, resnet_backbone
 from .train import History, TrainConfig, part_checkpoint, train_ensemble, train_module
 
 
@@ -51,17 +51,14 @@ def he_init(mlp: MLP) -> None:
 def _mlp_ensemble(widths: list[int], num_nonlinear: int, seeds: tuple[int, ...], copies: int, device: str,
                   dtype: torch.dtype, init: str = "default", last_bias: bool = False) -> Ensemble:
     """``copies`` models per seed (one per weight decay), each drawn from torch.manual_seed(seed); ``init="he"``
-    redraws every weight N(0, 2/fan_in) (ReLU layers) or N(0, 1/fan_in) (linear layers) so deep nets train."""
+    redraws the weights with :func:`he_init` so deep nets train."""
     models = []
     for seed in seeds:
         for _ in range(copies):
             torch.manual_seed(seed)
             m = MLP(widths, num_nonlinear, last_bias=last_bias)
             if init == "he":
-                with torch.no_grad():
-                    for i, layer in enumerate(m.layers):
-                        gain = 2.0 if i < num_nonlinear else 1.0
-                        layer.weight.normal_(0.0, math.sqrt(gain / layer.weight.shape[1]))
+                he_init(m)
             models.append(m.to(device=device, dtype=dtype))
     return Ensemble(models)
 
@@ -116,7 +113,9 @@ def run_head_depth_sweep(cfg: HeadDepthSweep, device: str = "cpu", progress: boo
                                checkpoint_every=max(1, cfg.steps // 10), progress=progress)
         runs.append(_stack_histories(hists, (len(cfg.seeds), len(cfg.weight_decays))))
     out = {"depths": np.array(cfg.depths), "seeds": np.array(cfg.seeds), "weight_decays": np.array(cfg.weight_decays),
-           "steps": runs[0]["steps"], "num_layers": np.array([cfg.num_nonlinear + d for d in cfg.depths])}
+           "steps": runs[0]["steps"], "num_layers": np.array([cfg.num_nonlinear + d for d in cfg.depths]),
+           "layer_names": padded_layer_names([mlp_layer_names(cfg.num_nonlinear + d, cfg.num_nonlinear)
+                                              for d in cfg.depths])}
     for name in runs[0]:
         if name != "steps":
             out[name] = _pad_stack([r[name] for r in runs])
@@ -162,7 +161,7 @@ def run_resnet_head_depth(cfg: ResNetHeadDepth, device: str = "cpu", progress: b
     ``num_nonlinear`` the ReLU layers, then the linear head; padded with NaN."""
     X, y = _image_data(cfg.dataset, cfg.per_class, device, cfg.data_root, cfg.download, flatten=False)
     per_epoch = math.ceil(len(y) / cfg.batch_size)
-    runs = []
+    runs, names = [], []
     for depth in cfg.depths:
         hists = []
         for seed in cfg.seeds:
@@ -181,9 +180,11 @@ def run_resnet_head_depth(cfg: ResNetHeadDepth, device: str = "cpu", progress: b
                                           checkpoint=part_checkpoint(checkpoint, f"L{depth}-{seed}-{wd:g}"),
                                           checkpoint_every=max(1, tc.steps // 10)))
         runs.append(_stack_histories(hists, (len(cfg.seeds), len(cfg.weight_decays))))
+        names.append(model.layer_names)
     out = {"depths": np.array(cfg.depths), "seeds": np.array(cfg.seeds), "weight_decays": np.array(cfg.weight_decays),
            "steps": runs[0]["steps"], "epochs": runs[0]["steps"] / per_epoch,
-           "num_layers": np.array([d + cfg.num_nonlinear + 1 for d in cfg.depths])}
+           "num_layers": np.array([d + cfg.num_nonlinear + 1 for d in cfg.depths]),
+           "layer_names": padded_layer_names(names)}
     for name in runs[0]:
         if name != "steps":
             out[name] = _pad_stack([r[name] for r in runs])
@@ -246,7 +247,8 @@ def run_nonlinear_depth_sweep(cfg: NonlinearDepthSweep, device: str = "cpu", pro
         runs.append({"steps": per_lr[0]["steps"]} | {k: np.stack([r[k] for r in per_lr]) for k in per_lr[0]
                                                      if k != "steps"})
     out = {"depths": np.array(cfg.depths), "lrs": np.array(cfg.lrs), "seeds": np.array(cfg.seeds),
-           "steps": runs[0]["steps"], "num_layers": np.array([d + cfg.num_linear for d in cfg.depths])}
+           "steps": runs[0]["steps"], "num_layers": np.array([d + cfg.num_linear for d in cfg.depths]),
+           "layer_names": padded_layer_names([mlp_layer_names(d + cfg.num_linear, d) for d in cfg.depths])}
     for name in runs[0]:
         if name != "steps":
             out[name] = _pad_stack([r[name] for r in runs])

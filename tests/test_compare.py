@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from ncbook import compare, reproduce
+from ncbook.nets import mlp_layer_names, padded_layer_names
 
 
 def test_claim_helpers_read_the_right_entries():
@@ -18,11 +19,17 @@ def test_claim_helpers_read_the_right_entries():
     assert np.allclose(table["NC1"], np.arange(5) + 1.0) and np.allclose(table["NC1_sd"], np.std([0, 1, 2]))
     assert np.allclose(compare.deviation_from_baseline(table, "NC1"), [[1, 2, 3, 4]] * 2)
     m = rng.random((2, 3, 5, 4, 7))               # [depth, seed, weight decay, record, layer]
-    values = compare.head_values({"num_layers": np.array([6, 7]), "m": m}, "m", first=1)
+    names = padded_layer_names([["backbone", "hidden 1", "linear 1", "linear 2", "linear 3", "output"],
+                                  ["backbone", "hidden 1", "linear 1", "linear 2", "linear 3", "linear 4", "output"]])
+    values = compare.head_values({"depths": np.array([4, 5]), "layer_names": names, "m": m}, "m")
     assert values["last"].shape == (2, 3, 5) and np.allclose(values["last"][1], m[1, :, :, -1, 5])
     assert np.allclose(values["first"][0], m[0, :, :, -1, 1])
-    ends = compare.head_ends({"num_layers": np.array([6, 7, 8])}, first=4)
+    sweep = {"depths": np.array([1, 2, 3]), "layer_names": padded_layer_names(
+        [mlp_layer_names(5 + d, 5) for d in (1, 2, 3)])}
+    ends = compare.head_ends(sweep)
     assert ends["last"].tolist() == [4, 5, 6] and ends["first"].tolist() == [4, 4, 4]
+    with pytest.raises(ValueError, match="pass depth="):
+        compare.layer_index(sweep, "deepest")
     assert len(compare.TIRER_TABLE1) == 4 and all(len(v["NC1"]) == len(reproduce.ABLATIONS)
                                                    for v in compare.TIRER_TABLE1.values())
 
@@ -53,6 +60,9 @@ def test_layers_are_read_by_name_or_role():
     assert [compare.layer_index(mlp, r) for r in ("deepest", "intermediate", "hidden 1")] == [2, 1, 0]
     assert [compare.layer_index(resnet, r) for r in ("deepest", "intermediate", "output")] == [1, 0, 2]
     assert compare.final_at(mlp, "m", "deepest").tolist() == 6.0 and compare.final_at(resnet, "m", "intermediate") == 3
+    jacot = {"layer_names": np.array(mlp_layer_names(9, 5))}          # 5 ReLU, 3 linear, the output
+    assert [compare.layer_index(jacot, r) for r in ("head input", "deepest", "linear 1")] == [4, 7, 5]
+    assert compare.layers_of(jacot, "linear") == [5, 6, 7] and compare.layers_of(jacot, "hidden")[-1] == 4
     with pytest.raises(ValueError, match="its layers are"):
         compare.layer_index(resnet, "hidden 2")
     with pytest.raises(ValueError, match="intermediate"):
@@ -108,7 +118,8 @@ def test_deep_head_claims_follow_the_layers_and_fail_where_a_seed_fails():
     """Fig. 1 / 4 on a synthetic 7-layer result (1 backbone, 3 ReLU, 2 linear, output): every claim holds on both
     seeds; then seed 1's NC2 gets worse in the head and its linear layers stay unbalanced."""
     S, R, n = 2, 11, 7
-    r = {"steps": np.arange(R) * 100.0, "train_error": np.zeros((S, R))}
+    r = {"steps": np.arange(R) * 100.0, "train_error": np.zeros((S, R)),
+         "layer_names": np.array(["backbone", "hidden 1", "hidden 2", "hidden 3", "linear 1", "linear 2", "output"])}
     r["nc1_pinv"] = np.ones((S, R, n))
     r["nc1_pinv"][:, -1] = 1e-3
     r["nc2_condition_number"] = np.ones((S, R, n))
@@ -117,10 +128,10 @@ def test_deep_head_claims_follow_the_layers_and_fail_where_a_seed_fails():
     bal[:, :, 1:3] = 1.0                                               # ReLU pairs
     bal[:, :, 4:6] = np.linspace(0.1, 0.01, R)[None, :, None]          # linear pairs, falling to the end
     r["balancedness"] = bal
-    claims = compare._deep_head_claims(r, "Fig. 1", backbone=1, relu=3)
+    claims = compare._deep_head_claims(r, "Fig. 1", shown="hidden 1")
     assert [c.verdict for c in claims] == ["reproduced"] * 5, compare.format_claims(claims)
     r["nc2_condition_number"][1, -1, 5] = 3.0
     r["balancedness"][1, :, 4:6] = 0.5
     r["train_error"][0, -1] = 0.01
-    got = [c.holds.tolist() for c in compare._deep_head_claims(r, "Fig. 1", backbone=1, relu=3)]
+    got = [c.holds.tolist() for c in compare._deep_head_claims(r, "Fig. 1", shown="hidden 1")]
     assert got == [[False, True], [True, True], [True, False], [True, False], [True, False]]

@@ -82,6 +82,29 @@ def test_paper_architecture_path_runs(name):
     assert compare.final_at(out, "nc1_pinv", "intermediate").shape == compare.final_at(out, "nc1_pinv", "deepest").shape
 
 
+@pytest.mark.parametrize("name", ["jacot_mlp", "linear_head", "jacot_head_depth", "jacot_resnet_head",
+                                  "jacot_resnet_fig1", "jacot_nonlinear_depth", "tirer_wd_ablation"])
+def test_results_name_every_layer_of_their_layer_axis(name):
+    """Every result with a layer axis stores one name per position (per depth in a sweep, padded with "" exactly
+    where the metrics are padded with NaN), so readers name layers instead of counting them."""
+    exp = registry.get_experiment(name)
+    cfg = exp.config("tiny")
+    out = exp.run(cfg, progress=False)
+    names = np.asarray(out["layer_names"])
+    layers = out["nc1_pinv"].shape[-1]
+    assert names.shape[-1] == layers and names.dtype.kind == "U"
+    if names.ndim == 2:                                             # a sweep over depths: [depth, layer]
+        assert names.shape[0] == len(cfg.depths)
+        for d in range(len(cfg.depths)):
+            real = np.array([bool(n) for n in names[d]])
+            nc1 = out["nc1_pinv"][d]
+            assert np.isnan(nc1[..., ~real]).all() and not np.isnan(nc1[..., -1, real]).all()
+            assert compare.layer_names(out, d)[-1] == "output"
+            assert compare.layer_index(out, "head input", d) <= compare.layer_index(out, "deepest", d)
+    else:
+        assert compare.layer_names(out)[-1] == "output"
+
+
 def test_a_finished_run_leaves_no_checkpoints(tmp_path):
     """Multi-part runs checkpoint each part; once the result is stored, none of those files remain."""
     runner.run_and_cache("tirer_wd_ablation", "tiny", progress=False, root=tmp_path)
