@@ -14,6 +14,9 @@ stylesheet lists WOFF2 first, which every current browser loads); they are remov
 Font Awesome's JavaScript (1.5 MB on every page), which redraws the theme's dozen icons as SVG: the theme's
 stylesheet already draws them from the (much smaller) icon font. The browser test fails if any page requests a file
 that is not there.
+
+4. Launch buttons. With no repository URL in _config.yml the theme would fail (an empty URL) or link to nothing:
+the buttons are dropped until the book has a public repository.
 """
 
 from __future__ import annotations
@@ -60,7 +63,16 @@ def _prune(app, exception) -> None:
     (static / "scripts" / "fontawesome.js").unlink(missing_ok=True)
 
 
+def launch_buttons_need_a_repository(app, config) -> None:
+    """No launch button without a repository URL (_config.yml ``repository.url``): the theme would build links to
+    nothing (or, with an empty URL, fail), so the buttons are dropped until the book has a public repository."""
+    options = config.html_theme_options
+    if not str(options.get("repository_url") or "").strip():
+        options.pop("launch_buttons", None)
+
+
 def setup(app):
+    app.connect("config-inited", launch_buttons_need_a_repository)
     app.connect("html-page-context", _dedupe, priority=900)
     app.connect("html-page-context", _default_mode)
     app.connect("build-finished", _prune)

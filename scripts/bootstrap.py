@@ -1,0 +1,108 @@
+"""Every chapter's first code cell, derived from the book's one repository setting (``repository`` in _config.yml).
+
+    python scripts/bootstrap.py          # rewrite the cell in every chapter's .md and .ipynb
+    python scripts/bootstrap.py --check  # fail if a chapter's cell does not match _config.yml
+
+The cell lets a chapter run where ncbook is not installed (Colab, a Binder built without it, a downloaded
+notebook): it clones the repository at the book's branch or tag into ~/.cache/ncbook (or $NCBOOK_HOME), results
+included, and installs ncbook from that clone. Where ncbook is importable (the repository's environment) it does
+nothing; inside a clone without the environment it only puts the clone on the path. With no repository URL set it
+says so in one line. The launch buttons (Colab, Binder) read the same setting; with no URL, none is rendered.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+TAGS = ["remove-cell", "bootstrap"]   # hidden in the HTML book, where nothing needs installing
+
+TEMPLATE = '''# Outside the book's repository (Colab, a downloaded notebook) this installs ncbook and its cached results
+# at the book's version; in the repository's environment it does nothing. Written by scripts/bootstrap.py.
+import importlib.util, os, shutil, subprocess, sys
+REPOSITORY, VERSION = {url}, {branch}
+if importlib.util.find_spec("ncbook") is None and os.path.isfile(os.path.join("..", "ncbook", "__init__.py")):
+    sys.path.insert(0, os.path.abspath(".."))                       # a clone without its environment
+elif importlib.util.find_spec("ncbook") is None:
+    if not REPOSITORY:
+        raise RuntimeError("ncbook is not installed and this book names no public repository: run the chapter "
+                           "from a clone of the book after `make install`")
+    home = os.path.join(os.path.expanduser(os.environ.get("NCBOOK_HOME", "~/.cache/ncbook")), VERSION)
+    if not os.path.isdir(home):                                     # clone beside, then rename: never half a clone
+        shutil.rmtree(home + ".partial", ignore_errors=True)
+        subprocess.run(["git", "clone", "--quiet", "--depth", "1", "--branch", VERSION, REPOSITORY,
+                        home + ".partial"], check=True)
+        os.replace(home + ".partial", home)
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "-e", home], check=True)
+    sys.path.insert(0, home)'''
+
+
+def repository(config: Path = ROOT / "_config.yml") -> tuple[str, str]:
+    """The public repository's URL ("" while the book has none) and the branch or tag the book is read at."""
+    repo = yaml.safe_load(config.read_text()).get("repository") or {}
+    return str(repo.get("url") or ""), str(repo.get("branch") or "main")
+
+
+def cell_source(url: str, branch: str) -> str:
+    """The bootstrap cell for a repository URL and a branch or tag."""
+    return TEMPLATE.format(url=json.dumps(url), branch=json.dumps(branch))
+
+
+_MD_CELL = re.compile(r"```\{code-cell\} ipython3\n:tags: \[remove-cell, bootstrap\]\n\n.*?\n```\n\n", re.S)
+
+
+def with_cell_md(text: str, source: str) -> str:
+    """A chapter's MyST source with its bootstrap cell set to ``source`` (inserted before the first code cell)."""
+    cell = f"```{{code-cell}} ipython3\n:tags: [{', '.join(TAGS)}]\n\n{source}\n```\n\n"
+    if _MD_CELL.search(text):
+        return _MD_CELL.sub(lambda _: cell, text, count=1)
+    first = text.index("```{code-cell}")
+    return text[:first] + cell + text[first:]
+
+
+def with_cell_ipynb(nb: dict, source: str) -> dict:
+    """A chapter's notebook (JSON) with its bootstrap cell set to ``source`` (inserted before the first code cell)."""
+    cells = nb["cells"]
+    for cell in cells:
+        if cell["cell_type"] == "code" and "bootstrap" in cell.get("metadata", {}).get("tags", []):
+            cell["source"] = source.splitlines(keepends=True)
+            return nb
+    first = next(i for i, c in enumerate(cells) if c["cell_type"] == "code")
+    cells.insert(first, {"cell_type": "code", "execution_count": None, "id": "bootstrap",
+                         "metadata": {"tags": TAGS}, "outputs": [], "source": source.splitlines(keepends=True)})
+    return nb
+
+
+def chapters() -> list[Path]:
+    return sorted((ROOT / "book").glob("ch*.md"))
+
+
+def main(check: bool) -> int:
+    source = cell_source(*repository())
+    stale = []
+    for md in chapters():
+        ipynb = md.with_suffix(".ipynb")
+        text, nb = md.read_text(), json.loads(ipynb.read_text())
+        new_text = with_cell_md(text, source)
+        new_nb = with_cell_ipynb(json.loads(ipynb.read_text()), source)
+        if new_text != text or new_nb != nb:
+            stale.append(md.name)
+            if not check:
+                md.write_text(new_text)
+                ipynb.write_text(json.dumps(new_nb, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
+    if check and stale:
+        print(f"the bootstrap cell of {', '.join(stale)} does not match _config.yml's repository setting: "
+              "run `python scripts/bootstrap.py`")
+        return 1
+    print(f"bootstrap cell {'checked' if check else 'written'}: {len(chapters())} chapters"
+          + (f" ({len(stale)} updated)" if stale and not check else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main("--check" in sys.argv[1:]))
