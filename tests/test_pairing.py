@@ -90,3 +90,87 @@ def test_make_install_sets_jupyterlab_to_open_chapters_as_notebooks():
         pytest.skip("not running in the repository's environment, which `make install` sets up")
     assert installed.exists(), "run `make install`: it writes JupyterLab's settings overrides"
     assert json.loads(installed.read_text()) == wanted
+
+
+@pytest.mark.slow
+def test_jupyterlab_in_chromium_opens_a_chapter_as_a_notebook_and_saves_the_pair(tmp_path: Path):
+    """Live: JupyterLab from this environment, driven in headless Chromium. A double click on a chapter's .md opens
+    it as a notebook (not in the text editor); its first two cells run; a save keeps the .md's meaning and the pair
+    in sync."""
+    import json
+    import os
+    import socket
+    import time
+    import urllib.request
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from make_pdf import chromium_path
+
+    exe = chromium_path()
+    if exe is None:
+        if os.environ.get("CI"):
+            pytest.fail("Chromium not found: install it with `apt-get install chromium`")
+        pytest.skip("Chromium not found")
+    md = next(p for p in CHAPTERS if p.name.startswith("ch02"))
+    shutil.copy(ROOT / "jupytext.toml", tmp_path)
+    (tmp_path / "book").mkdir()
+    for path in (md, md.with_suffix(".ipynb")):
+        shutil.copy(path, tmp_path / "book" / path.name)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    token = "ncbook-test"
+    args = ["lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1", "--allow-root",
+            f"--ServerApp.root_dir={tmp_path}", f"--IdentityProvider.token={token}", "--LabApp.news_url=",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt")}
+    server = subprocess.Popen([str(Path(sys.executable).parent / "jupyter"), *args], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, env=env)
+    try:
+        for _ in range(120):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=2):
+                    break
+            except OSError:
+                assert server.poll() is None, "JupyterLab did not start"
+                time.sleep(0.5)
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(f"http://127.0.0.1:{port}/lab/tree/book?token={token}")
+            item = page.locator(".jp-DirListing-item", has_text=md.name)
+            item.wait_for(timeout=60_000)
+            item.dblclick()
+            panel = page.locator(".jp-NotebookPanel")
+            panel.wait_for(timeout=60_000)
+            assert page.locator(".jp-FileEditor").count() == 0, "the .md opened in the text editor"
+            page.locator(".jp-CodeCell").first.wait_for(timeout=30_000)
+            page.wait_for_function("document.querySelectorAll('.jp-Notebook .jp-Cell').length >= 3", timeout=30_000)
+            assert page.locator(".jp-MarkdownCell .jp-RenderedMarkdown").count() >= 1   # markdown rendered, not text
+            page.locator(".jp-Notebook .jp-Cell").first.click()
+            for _ in range(3):                                   # the first markdown cell, then two code cells
+                page.keyboard.press("Shift+Enter")
+            page.wait_for_function("[...document.querySelectorAll('.jp-InputArea-prompt')]"
+                                   ".some(p => p.textContent.includes('[2]'))", timeout=60_000)
+            page.keyboard.press("Control+s")
+            time.sleep(2)
+            if os.environ.get("NCBOOK_SCREENSHOTS"):
+                page.screenshot(path=os.path.join(os.environ["NCBOOK_SCREENSHOTS"], "jupyterlab.png"))
+            browser.close()
+    finally:
+        server.terminate()                               # JupyterLab waits for its kernel: give it 10 s, then kill
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+    copy = tmp_path / "book" / md.name
+    assert _front_matter(copy) == _front_matter(md), "the save changed the front matter"
+    assert _meaning(copy) == _meaning(md), "the save changed a cell or its tags / figure options"
+    saved = json.loads(copy.with_suffix(".ipynb").read_text())
+    assert saved["metadata"]["kernelspec"]["name"] == "python3"
+    shutil.copytree(ROOT / "scripts", tmp_path / "scripts")
+    run = subprocess.run([sys.executable, "scripts/check_pairing.py"], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
