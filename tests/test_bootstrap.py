@@ -101,6 +101,10 @@ def test_a_chapter_runs_in_a_fresh_venv_through_its_bootstrap(tmp_path):
     env = {**os.environ, "NCBOOK_HOME": str(home), "PIP_NO_INDEX": "1", "PIP_NO_BUILD_ISOLATION": "0",
            "TQDM_DISABLE": "1", "NCBOOK_SCALE": "cpu"}
     env.pop("NCBOOK_RESULTS", None)
+    # no repository set (and nothing installed yet): one line says what to do
+    bare = subprocess.run([str(python), "-c", bootstrap.cell_source("", "main")], cwd=tmp_path, env=env,
+                          capture_output=True, text=True)
+    assert bare.returncode != 0 and "names no public repository" in bare.stderr.splitlines()[-1]
     run = subprocess.run([str(python), str(script)], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "scale shown: cpu" in run.stdout and "final training error per seed" in run.stdout
@@ -112,10 +116,6 @@ def test_a_chapter_runs_in_a_fresh_venv_through_its_bootstrap(tmp_path):
     inside = subprocess.run([sys.executable, "-c", cell], cwd=ROOT / "book",
                             env={**env, "NCBOOK_HOME": str(tmp_path / "x")}, capture_output=True, text=True)
     assert inside.returncode == 0 and not (tmp_path / "x").exists()
-    # no repository set: one line says what to do
-    bare = subprocess.run([str(python), "-c", bootstrap.cell_source("", "main")], cwd=tmp_path, env=env,
-                          capture_output=True, text=True)
-    assert bare.returncode != 0 and "names no public repository" in bare.stderr.splitlines()[-1]
 
 
 def test_binder_builds_the_repository_environment():
