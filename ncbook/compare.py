@@ -33,6 +33,13 @@ def layers_of(result: dict[str, np.ndarray], kind: str, depth: int | None = None
     return [i for i, n in enumerate(layer_names(result, depth)) if n.startswith(kind + " ")]
 
 
+def relu_pairs(result: dict[str, np.ndarray], shown: str) -> list[int]:
+    """The positions l from the layer named ``shown`` on whose balancedness couples two ReLU layers (W_l, W_(l+1))
+    (Jacot et al. Figs. 1, 4: the layers before ``shown`` are the backbone)."""
+    hidden = layers_of(result, "hidden")
+    return [i for i in hidden if i >= layer_index(result, shown) and i + 1 in hidden]
+
+
 def layer_index(result: dict[str, np.ndarray], layer: str, depth: int | None = None) -> int:
     """The position of a named layer on a result's layer axis: a name from :func:`layer_names`, or a role:
     "deepest" (the classifier's input, Tirer et al.'s H; the last layer of Jacot et al.'s linear head),
@@ -262,9 +269,9 @@ def _deep_head_claims(r: dict, where: str, shown: str) -> list[Claim]:
     """Jacot et al. Fig. 1 / 4 on one network, seed by seed: ``r`` holds arrays [seed, record, layer] and the
     ``layer_names``; the figure shows the layers from ``shown`` on (the ReLU layers before it are the backbone)."""
     nc1, nc2, bal, err = r["nc1_pinv"], r["nc2_condition_number"], r["balancedness"], r["train_error"][:, -1]
-    n, hidden = nc1.shape[-1], layers_of(r, "hidden")
+    n = nc1.shape[-1]
     head = slice(layer_index(r, "head input"), layer_index(r, "deepest") + 1)
-    relu_pairs = [i for i in hidden if i >= layer_index(r, shown) and i + 1 in hidden]     # (W_l, W_l+1), both ReLU
+    relus = relu_pairs(r, shown)
     linear_pairs = layers_of(r, "linear")                                # a linear layer and the next (or the output)
     steps = np.asarray(r["steps"])
     drop = int(np.searchsorted(steps, 0.8 * steps[-1]))            # the first record after the lr drop at 80%
@@ -280,9 +287,9 @@ def _deep_head_claims(r: dict, where: str, shown: str) -> list[Claim]:
               "NC2 from the head's input to the classifier's input: "
               + "; ".join(" → ".join(f"{x:.3g}" for x in row) for row in nc2[:, -1, head])),
         Claim(where, "the linear layers end far more balanced than the non-linear ones (5 times at least)",
-              np.nanmax(bal[:, -1, linear_pairs], axis=1) < np.nanmin(bal[:, -1, relu_pairs], axis=1) / 5, "seeds",
+              np.nanmax(bal[:, -1, linear_pairs], axis=1) < np.nanmin(bal[:, -1, relus], axis=1) / 5, "seeds",
               f"balancedness, linear pairs {_mean_sd(bal[:, -1, linear_pairs])}, ReLU pairs "
-              f"{_mean_sd(bal[:, -1, relu_pairs])}"),
+              f"{_mean_sd(bal[:, -1, relus])}"),
         Claim(where, "after the learning-rate drop the linear layers' balancedness decreases again (by 5% at least)",
               lin_end < 0.95 * lin_drop, "seeds",
               f"mean over the linear pairs at the drop {_mean_sd(lin_drop)}, at the end {_mean_sd(lin_end)}"),

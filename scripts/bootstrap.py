@@ -12,6 +12,7 @@ says so in one line. The launch buttons (Colab, Binder) read the same setting; w
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import sys
@@ -89,7 +90,7 @@ def main(check: bool) -> int:
         ipynb = md.with_suffix(".ipynb")
         text, nb = md.read_text(), json.loads(ipynb.read_text())
         new_text = with_cell_md(text, source)
-        new_nb = with_cell_ipynb(json.loads(ipynb.read_text()), source)
+        new_nb = with_cell_ipynb(copy.deepcopy(nb), source)
         if new_text != text or new_nb != nb:
             stale.append(md.name)
             if not check:

@@ -63,6 +63,7 @@ def test_layers_are_read_by_name_or_role():
     jacot = {"layer_names": np.array(mlp_layer_names(9, 5))}          # 5 ReLU, 3 linear, the output
     assert [compare.layer_index(jacot, r) for r in ("head input", "deepest", "linear 1")] == [4, 7, 5]
     assert compare.layers_of(jacot, "linear") == [5, 6, 7] and compare.layers_of(jacot, "hidden")[-1] == 4
+    assert compare.relu_pairs(jacot, "hidden 3") == [2, 3]            # (hidden 3, hidden 4), (hidden 4, hidden 5)
     with pytest.raises(ValueError, match="its layers are"):
         compare.layer_index(resnet, "hidden 2")
     with pytest.raises(ValueError, match="intermediate"):
