@@ -99,6 +99,8 @@ def _references(obj: Any) -> list[tuple[str, Any]]:
             owner, name, value = value, attr, getattr(value, attr, None)
         if isinstance(value, types.ModuleType):
             continue
+        if inspect.isfunction(getattr(value, "py_func", None)):       # a numba-compiled function: hash its source
+            value = value.py_func
         if (inspect.isfunction(value) or inspect.isclass(value)) and ours(value):
             found.append((value.__qualname__, value))
         elif isinstance(value, _SIMPLE) and ours(owner) and not callable(value):
@@ -109,17 +111,17 @@ def _references(obj: Any) -> list[tuple[str, Any]]:
 def reachable(entry: Any) -> list[tuple[str, str]]:
     """Every ncbook function, class and constant ``entry`` reaches, as (name, normal form) in order (``name=repr``
     for a constant)."""
-    seen: dict[int, tuple[str, str]] = {}
+    seen: dict[tuple[str, int], tuple[str, str]] = {}    # by name and id: equal constants share one object (256)
     todo = [(entry.__qualname__, entry)]
     while todo:
         name, obj = todo.pop()
-        if id(obj) in seen:
+        if (name, id(obj)) in seen:
             continue
         if inspect.isfunction(obj) or inspect.isclass(obj):
-            seen[id(obj)] = (name, normal_form(obj))
+            seen[name, id(obj)] = (name, normal_form(obj))
             todo.extend(_references(obj))
         else:
-            seen[id(obj)] = (name, f"{name}={obj!r}")
+            seen[name, id(obj)] = (name, f"{name}={obj!r}")
     return sorted(seen.values())
 
 

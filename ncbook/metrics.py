@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+import numba
 import numpy as np
 import torch
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
@@ -180,6 +181,84 @@ def _class_sums(Z: torch.Tensor, y: torch.Tensor, K: int) -> torch.Tensor:
     return sums
 
 
+SHIFT_BLOCK = 256
+"""Rows per thread task in :func:`_shift_project`; its per-class sums are float64 per block, then added in order."""
+
+
+@numba.njit(parallel=True, cache=True, fastmath={"reassoc", "contract"})
+def _shift_project(Z: np.ndarray, y: np.ndarray, a: np.ndarray, Rt: np.ndarray, q: int,
+                   cc: np.ndarray, G: np.ndarray, scatter: np.ndarray) -> None:
+    """CPU kernel of :func:`shifted_moments`, one read of each row: ``cc[i] = |c_i|^2`` and ``G[i] = Rt c_i`` (Rt
+    with an even number of rows) for ``c_i = Z[i] - a[y[i]]``, in the input precision, and, in float64, ``scatter[b,
+    c] = sum G[i, :q] G[i, :q]^T`` over the rows i of class c in block b. A block is one thread's, so the floats do
+    not depend on the number of threads; the dot products are vectorised, two at a time, as a BLAS would."""
+    N, d = Z.shape
+    for b in numba.prange(scatter.shape[0]):
+        c, g, Sb = np.empty(d, Z.dtype), np.empty(Rt.shape[0]), np.zeros(scatter.shape[1:])
+        zero = np.zeros(1, Z.dtype)[0]
+        for i in range(SHIFT_BLOCK * b, min(N, SHIFT_BLOCK * (b + 1))):
+            s = zero
+            for j in range(d):
+                c[j] = Z[i, j] - a[y[i], j]
+                s += c[j] * c[j]
+            cc[i] = s
+            for k in range(0, Rt.shape[0], 2):
+                t0, t1 = zero, zero
+                for j in range(d):
+                    t0 += c[j] * Rt[k, j]
+                    t1 += c[j] * Rt[k + 1, j]
+                G[i, k], G[i, k + 1] = t0, t1
+                g[k], g[k + 1] = t0, t1
+            for k in range(q):
+                for m in range(q):
+                    Sb[y[i], k, m] += g[k] * g[m]
+        scatter[b] = Sb
+
+
+def shifted_moments(Z: torch.Tensor, y: torch.Tensor, a: torch.Tensor, R: torch.Tensor, q: int
+                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The second pass of :func:`class_stats`. For ``c_i = z_i - a_{y_i}`` (a: the class means in the input
+    precision): ``|c_i|^2`` (N,) and ``c_i^T R`` (N, r), each formed in the input precision from one row, and per
+    class ``sum_i P_i P_i^T`` (K, q, q) for ``P_i = c_i^T R[:, :q]``, all in float64. On the CPU one fused kernel
+    reads every row once (:func:`_shift_project`); on other devices, row blocks of torch operations."""
+    if Z.device.type == "cpu":
+        return _shifted_moments_cpu(Z, y, a, R, q)
+    return _shifted_moments_torch(Z, y, a, R, q)
+
+
+def _shifted_moments_cpu(Z: torch.Tensor, y: torch.Tensor, a: torch.Tensor, R: torch.Tensor, q: int
+                         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`shifted_moments` through the numba kernel, on as many threads as torch uses."""
+    (N, d), r, f64 = Z.shape, R.shape[1], torch.float64
+    Zn = Z.contiguous().numpy()
+    Rt = torch.zeros(r + r % 2, d, dtype=Z.dtype)                     # an even number of rows, for the kernel
+    Rt[:r] = R.T
+    cc, G = np.empty(N, Zn.dtype), np.empty((N, len(Rt)), Zn.dtype)
+    blocks = np.empty((-(-N // SHIFT_BLOCK), a.shape[0], q, q))
+    numba.set_num_threads(min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS))
+    _shift_project(Zn, y.contiguous().numpy(), a.contiguous().numpy(), Rt.numpy(), q, cc, G, blocks)
+    return torch.from_numpy(cc).to(f64), torch.from_numpy(G[:, :r]).to(f64), torch.from_numpy(blocks.sum(0))
+
+
+def _shifted_moments_torch(Z: torch.Tensor, y: torch.Tensor, a: torch.Tensor, R: torch.Tensor, q: int
+                           ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`shifted_moments` in row blocks of torch operations (shift, norm, one product), on any device."""
+    (N, d), f64, rows = Z.shape, torch.float64, _block_rows(Z.shape[1])
+    Rw = R.to(Z.dtype)
+    buf = torch.empty(min(rows, N), d, dtype=Z.dtype, device=Z.device)
+    cc = torch.empty(N, dtype=Z.dtype, device=Z.device)
+    G = torch.empty(N, R.shape[1], dtype=Z.dtype, device=Z.device)
+    for s in range(0, N, rows):
+        C = buf[:len(y[s:s + rows])]
+        torch.sub(Z[s:s + rows], torch.index_select(a, 0, y[s:s + rows], out=C), out=C)
+        torch.linalg.vector_norm(C, dim=1, out=cc[s:s + rows])
+        torch.mm(C, Rw, out=G[s:s + rows])
+    G = G.to(f64)
+    by_class = torch.split(torch.index_select(G[:, :q], 0, torch.argsort(y)),
+                           torch.bincount(y, minlength=a.shape[0]).tolist())
+    return cc.to(f64) ** 2, G, torch.stack([P.T @ P for P in by_class])
+
+
 def class_stats(features: ArrayLike, labels: ArrayLike, num_classes: int | None = None,
                 classifier: ArrayLike | None = None) -> ClassStats:
     """One-shot :class:`ClassStats` in two blocked passes; no d x d matrix, no full-size temporary.
@@ -193,7 +272,7 @@ def class_stats(features: ArrayLike, labels: ArrayLike, num_classes: int | None 
     Z, y, K = check_features_labels(features, labels, num_classes)
     if Z.dtype not in (torch.float32, torch.float64):
         Z = Z.to(torch.float32)
-    (N, d), f64, work, rows = Z.shape, torch.float64, Z.dtype, _block_rows(Z.shape[1])
+    d, f64, work = Z.shape[1], torch.float64, Z.dtype
     counts = torch.bincount(y, minlength=K)
     n = counts.to(f64)
     means = _class_sums(Z, y, K) / n.unsqueeze(1)
@@ -202,21 +281,10 @@ def class_stats(features: ArrayLike, labels: ArrayLike, num_classes: int | None 
     Q = mean_basis(means)
     q = Q.shape[1]
     W = None if classifier is None else _check_classifier(classifier, K, d).to(Z.device)
-    # one GEMM per block gives the projections on Q and (with W) the products with W^T
+    # one product per row gives the projections on Q and (with W) the products with W^T
     R = Q if W is None else torch.cat([Q, W.T], dim=1)
-    Rw = R.to(work)
-    buf = torch.empty(min(rows, N), d, dtype=work, device=Z.device)
-    cc = torch.empty(N, dtype=work, device=Z.device)               # |c_i|^2
-    G = torch.empty(N, R.shape[1], dtype=work, device=Z.device)    # c_i^T [Q, W^T]
-    for s in range(0, N, rows):
-        C = buf[:len(y[s:s + rows])]
-        torch.sub(Z[s:s + rows], torch.index_select(a, 0, y[s:s + rows], out=C), out=C)
-        torch.linalg.vector_norm(C, dim=1, out=cc[s:s + rows])
-        torch.mm(C, Rw, out=G[s:s + rows])
-    cc, G = cc.to(f64) ** 2, G.to(f64)
+    cc, G, scatter = shifted_moments(Z, y, a, R, q)
     P = G[:, :q]
-    by_class = torch.split(torch.index_select(P, 0, torch.argsort(y)), counts.tolist())
-    scatter = torch.stack([Pc.T @ Pc for Pc in by_class])
     mq = m @ Q
     trace = (torch.zeros(K, dtype=f64, device=Z.device).index_add_(0, y, cc) - n * (m * m).sum(1)).clamp(min=0)
     scatter_q = scatter - n[:, None, None] * mq.unsqueeze(2) * mq.unsqueeze(1)
@@ -288,7 +356,7 @@ def streamed_class_stats(batches: Iterable[tuple[ArrayLike, ArrayLike]], num_cla
     Q = mean_basis(means)
     q = Q.shape[1]
     W = None if classifier is None else _check_classifier(classifier, K, means.shape[1]).to(means.device)
-    Rw = (Q if W is None else torch.cat([Q, W.T], dim=1)).to(work)
+    R = Q if W is None else torch.cat([Q, W.T], dim=1)
     scatter = torch.zeros(K, q, q, dtype=f64, device=means.device)
     cc_sum = torch.zeros(K, dtype=f64, device=means.device)
     seen = torch.zeros(K, dtype=torch.long, device=means.device)
@@ -296,11 +364,9 @@ def streamed_class_stats(batches: Iterable[tuple[ArrayLike, ArrayLike]], num_cla
     for Z, y in batches:                                               # pass 2: shifted projections
         Z, y = check_batch(Z, y, K, means.shape[1])
         Z, y = Z.to(device=means.device, dtype=work), y.to(means.device)
-        C = Z - a[y]
-        cc = torch.linalg.vector_norm(C, dim=1).to(f64) ** 2
-        G = (C @ Rw).to(f64)
+        cc, G, batch_scatter = shifted_moments(Z, y, a, R, q)
         P = G[:, :q]
-        scatter.index_add_(0, y, P.unsqueeze(2) * P.unsqueeze(1))
+        scatter += batch_scatter
         cc_sum.index_add_(0, y, cc)
         seen += torch.bincount(y, minlength=K)
         if W is not None:

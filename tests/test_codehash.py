@@ -75,6 +75,9 @@ def test_reachable_code_is_what_the_run_uses():
     assert {"run_blurred_classes", "blur_classes", "class_stats", "MLP", "BlurredClasses"} <= names
     assert "gd_with_sharpness" not in names and "plot_blur" not in names      # not run, only drawn
     assert "gd_with_sharpness" in {n for n, _ in reachable(EXPERIMENTS["edge_of_stability"].run)}
+    assert "_shift_project" in names                     # a numba kernel counts by its Python source
+    consts = dict(reachable(EXPERIMENTS["jacot_bounds"].run))      # two constants, one int object: both counted
+    assert consts["SHIFT_BLOCK"] == "SHIFT_BLOCK=256" and consts["LANCZOS_MIN_DIM"] == "LANCZOS_MIN_DIM=256"
 
 
 def test_comments_keep_every_key_and_a_real_change_stales_exactly_its_users(tmp_path: Path):
@@ -94,3 +97,7 @@ def test_comments_keep_every_key_and_a_real_change_stales_exactly_its_users(tmp_
     edit(tmp_path / "ncbook" / "data.py", with_statement_in("blur_classes"))      # used by one experiment only
     final = keys_of(tmp_path)
     assert {n for n in after if final[n] != after[n]} == {"tirer_blur"}
+
+    edit(tmp_path / "ncbook" / "metrics.py", with_statement_in("_shift_project"))     # inside the numba kernel
+    measured = {n for n, exp in EXPERIMENTS.items() if "class_stats" in {f for f, _ in reachable(exp.run)}}
+    assert len(measured) >= 10 and {n for n, k in keys_of(tmp_path).items() if k != final[n]} == measured

@@ -184,6 +184,42 @@ def test_float32_input_matches_float64_on_near_collapsed_features():
     assert m.nc1_pinv(s32) > 0
 
 
+@pytest.mark.parametrize("dtype,N,d,K,with_W,tol", [
+    (np.float32, 700, 33, 3, False, 1e-6),     # N not a multiple of the block, r = q = 3 odd (padded)
+    (np.float32, 50, 64, 10, True, 1e-6),      # fewer rows than one block, r = q + K = 20
+    (np.float64, 513, 5, 7, True, 1e-13),      # d < K: q = d = 5, r = 12
+    (np.float64, 300, 1, 2, False, 1e-13),     # d = 1: q = r = 1
+])
+def test_fused_cpu_pass_equals_the_torch_pass(dtype, N, d, K, with_W, tol):
+    """The numba kernel and the torch operations compute the same second pass of class_stats."""
+    rng = np.random.default_rng(N)
+    y = torch.from_numpy(rng.integers(0, K - 1, N))              # class K-1 gets no row: an empty class in a batch
+    Z = torch.from_numpy((rng.normal(size=(K, d))[y] + 1e-3 * rng.normal(size=(N, d))).astype(dtype))
+    means = torch.from_numpy(rng.normal(size=(K, d)))
+    a, Q = means.to(Z.dtype), m.mean_basis(means)
+    R = torch.cat([Q, torch.from_numpy(rng.normal(size=(d, K)))], dim=1) if with_W else Q
+    fused, plain = m._shifted_moments_cpu(Z, y, a, R, Q.shape[1]), m._shifted_moments_torch(Z, y, a, R, Q.shape[1])
+    for u, v in zip(fused, plain, strict=True):
+        assert u.dtype == v.dtype == torch.float64 and u.shape == v.shape
+        np.testing.assert_allclose(u.numpy(), v.numpy(), rtol=tol, atol=tol * float(v.abs().max()))
+    assert not fused[2][K - 1].any()
+
+
+def test_fused_pass_floats_do_not_depend_on_the_thread_count():
+    Z, y, W = random_problem(5, K=6, d=40, sizes=[300, 200, 400, 250, 350, 280])
+    Z = torch.from_numpy(Z.astype(np.float32))
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = m.class_stats(Z, y, classifier=W)
+        torch.set_num_threads(2)
+        two = m.class_stats(Z, y, classifier=W)
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(one.scatter_q, two.scatter_q) and torch.equal(one.scatter_trace, two.scatter_trace)
+    assert one.cos_sum == two.cos_sum
+
+
 def test_nc3_cosine_from_stats_needs_classifier():
     Z, y, W = random_problem(3)
     s = m.class_stats(Z, y, classifier=W)
