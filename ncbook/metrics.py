@@ -12,6 +12,7 @@ Conventions (stated once, used everywhere):
 
 Nothing here forms or inverts a ``d x d`` matrix: every class-mean direction lies in the span of the (at most
 ``K``) class means, so the statistics are kept in an orthonormal basis ``Q`` of that span (``d x q``, ``q <= K``).
+On the CPU the pass that needs every sample twice over is one numba kernel (:func:`_shift_project`).
 """
 
 from __future__ import annotations
@@ -235,8 +236,10 @@ def _shifted_moments_cpu(Z: torch.Tensor, y: torch.Tensor, a: torch.Tensor, R: t
     Rt[:r] = R.T
     cc, G = np.empty(N, Zn.dtype), np.empty((N, len(Rt)), Zn.dtype)
     blocks = np.empty((-(-N // SHIFT_BLOCK), a.shape[0], q, q))
-    numba.set_num_threads(min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS))
+    threads = torch.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     _shift_project(Zn, y.contiguous().numpy(), a.contiguous().numpy(), Rt.numpy(), q, cc, G, blocks)
+    torch.set_num_threads(threads)          # numba's OpenMP layer resets the OpenMP thread count that torch reads
     return torch.from_numpy(cc).to(f64), torch.from_numpy(G[:, :r]).to(f64), torch.from_numpy(blocks.sum(0))
 
 
@@ -263,11 +266,12 @@ def class_stats(features: ArrayLike, labels: ArrayLike, num_classes: int | None 
                 classifier: ArrayLike | None = None) -> ClassStats:
     """One-shot :class:`ClassStats` in two blocked passes; no d x d matrix, no full-size temporary.
 
-    Pass 1 sums each class (:func:`_class_sums`). Pass 2 subtracts from every sample its class mean rounded to the input
-    precision, a = fl(mu_c) (exact or nearly so for nearby float32 numbers), and applies the shifted-scatter
-    identity S_c = sum_i c_i c_i^T - n_c m_c m_c^T with c_i = z_i - a and m_c = mu_c - a (Chan, Golub & LeVeque
-    1983), so that nothing cancels; every sum over blocks is float64. With a ``classifier`` W (K x d) the same pass
-    accumulates the NC3 cosines, through z.w = c.w + a.w and |z|^2 = |c|^2 + 2 c.a + |a|^2.
+    Pass 1 sums each class (:func:`_class_sums`). Pass 2 (:func:`shifted_moments`; on the CPU one fused read of every
+    row) subtracts from every sample its class mean rounded to the input precision, a = fl(mu_c) (exact or nearly so
+    for nearby float32 numbers), projects it on the span of the means and applies the shifted-scatter identity
+    S_c = sum_i c_i c_i^T - n_c m_c m_c^T with c_i = z_i - a and m_c = mu_c - a (Chan, Golub & LeVeque 1983), so that
+    nothing cancels; every sum over rows is float64. With a ``classifier`` W (K x d) the same pass accumulates the NC3
+    cosines, through z.w = c.w + a.w and |z|^2 = |c|^2 + 2 c.a + |a|^2.
     """
     Z, y, K = check_features_labels(features, labels, num_classes)
     if Z.dtype not in (torch.float32, torch.float64):
@@ -331,7 +335,7 @@ def streamed_class_stats(batches: Iterable[tuple[ArrayLike, ArrayLike]], num_cla
     """:class:`ClassStats` of data that comes in batches, in two passes over a re-iterable ``batches`` (a list, a
     DataLoader): pass 1 sums each class in float64; pass 2 shifts every sample by its class mean rounded to the input
     precision and keeps only its projection on the span of the means, as :func:`class_stats` does. Memory is K d plus
-    one batch; the cost is about two class-means passes and one (N x d) x (d x K) product, far below a d x d Gram.
+    one batch; the cost is that of :func:`class_stats` (two reads of the data), far below a d x d Gram.
     Per-class NC1 is available (``scatter_q`` per class). For a stream that can be read only once, or shards to be
     merged, use :class:`StreamingClassStats`."""
     K, f64 = num_classes, torch.float64

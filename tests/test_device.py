@@ -68,8 +68,9 @@ def test_experiment_honours_device(name):
         for k in plain:
             if np.asarray(plain[k]).dtype.kind == "U":      # layer names
                 np.testing.assert_array_equal(simulated[k], plain[k], err_msg=f"{name}: {k}")
-            else:
-                np.testing.assert_allclose(simulated[k], plain[k], rtol=1e-12, atol=0, err_msg=f"{name}: {k}")
+            else:       # NC metrics: the numba kernel on the CPU, torch operations on a device (float32 rounding)
+                rtol = 1e-6 if k.startswith("nc") else 1e-12
+                np.testing.assert_allclose(simulated[k], plain[k], rtol=rtol, atol=0, err_msg=f"{name}: {k}")
         if "loss" in plain:
             np.testing.assert_array_equal(simulated["loss"], plain["loss"])
 

@@ -1,5 +1,9 @@
 """ncbook.metrics against naive float64 formulas, constructed collapse, invariances, streaming and bad input."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -218,6 +222,16 @@ def test_fused_pass_floats_do_not_depend_on_the_thread_count():
         torch.set_num_threads(threads)
     assert torch.equal(one.scatter_q, two.scatter_q) and torch.equal(one.scatter_trace, two.scatter_trace)
     assert one.cos_sum == two.cos_sum
+
+
+def test_the_fused_pass_leaves_torch_thread_count_as_it_was():
+    """numba's OpenMP layer resets the OpenMP thread count on its first parallel call; a run on one thread (as the
+    results are regenerated, two at a time) must stay on one thread, or the two runs fight over both cores."""
+    code = ("import torch; from ncbook import metrics; assert torch.get_num_threads() == 1; "
+            "metrics.class_stats(torch.randn(600, 8), torch.arange(600) % 3); print(torch.get_num_threads())")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "1"
 
 
 def test_nc3_cosine_from_stats_needs_classifier():
