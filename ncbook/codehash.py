@@ -41,15 +41,13 @@ def syntax_tree(obj: Any) -> ast.AST:
     return _strip_docstrings(ast.parse(textwrap.dedent(inspect.getsource(obj))))
 
 
+def _dump(tree: ast.AST) -> str:
+    return ast.dump(tree, annotate_fields=False, include_attributes=False)
+
+
 def normal_form_of(source: str) -> str:
     """The normal form of source code: its syntax tree without docstrings, positions or comments."""
-    return ast.dump(_strip_docstrings(ast.parse(textwrap.dedent(source))), annotate_fields=False,
-                    include_attributes=False)
-
-
-def normal_form(obj: Any) -> str:
-    """What is hashed for a function or class: the normal form of its source."""
-    return normal_form_of(inspect.getsource(obj))
+    return _dump(_strip_docstrings(ast.parse(textwrap.dedent(source))))
 
 
 def _local_imports(tree: ast.AST, module: str) -> dict[str, Any]:
@@ -83,10 +81,18 @@ def _chains(tree: ast.AST) -> set[tuple[str, ...]]:
     return out
 
 
-def _references(obj: Any) -> list[tuple[str, Any]]:
-    """The ncbook functions, classes and module constants a function or class refers to, as (name, object)."""
-    module = obj.__module__
+@functools.cache
+def _analysis(obj: Any) -> tuple[str, tuple[tuple[str, Any], ...]]:
+    """What is hashed for a function or class (the normal form of its source) and what it refers to, from one parse
+    (computed once per object: the experiments share most of their code)."""
     tree = syntax_tree(obj)
+    return _dump(tree), tuple(_references(obj, tree))
+
+
+def _references(obj: Any, tree: ast.AST) -> list[tuple[str, Any]]:
+    """The ncbook functions, classes and module constants a function or class (parsed: ``tree``) refers to, as
+    (name, object)."""
+    module = obj.__module__
     env = {**vars(sys.modules[module]), **_local_imports(tree, module)}
     found = []
     for chain in _chains(tree):
@@ -118,8 +124,9 @@ def reachable(entry: Any) -> list[tuple[str, str]]:
         if (name, id(obj)) in seen:
             continue
         if inspect.isfunction(obj) or inspect.isclass(obj):
-            seen[name, id(obj)] = (name, normal_form(obj))
-            todo.extend(_references(obj))
+            form, refs = _analysis(obj)
+            seen[name, id(obj)] = (name, form)
+            todo.extend(refs)
         else:
             seen[name, id(obj)] = (name, f"{name}={obj!r}")
     return sorted(seen.values())

@@ -20,10 +20,13 @@ from ncbook.codehash import code_hash; from ncbook.registry import EXPERIMENTS
 print(json.dumps({name: code_hash(exp.run) for name, exp in EXPERIMENTS.items()}))"""
 
 
-def keys_of(package_parent: Path) -> dict[str, str]:
-    out = subprocess.run([sys.executable, "-c", KEYS, str(package_parent)], capture_output=True, text=True,
-                         check=True, cwd=package_parent)
-    return json.loads(out.stdout)
+def keys_of(*package_parents: Path) -> list[dict[str, str]]:
+    """Each copy's result keys, from fresh interpreters run side by side (each import of ncbook takes seconds)."""
+    procs = [subprocess.Popen([sys.executable, "-c", KEYS, str(p)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, cwd=p) for p in package_parents]
+    outs = [proc.communicate() for proc in procs]
+    assert all(proc.returncode == 0 for proc in procs), [err for _, err in outs]
+    return [json.loads(out) for out, _ in outs]
 
 
 def edit(path: Path, change) -> None:
@@ -81,23 +84,21 @@ def test_reachable_code_is_what_the_run_uses():
 
 
 def test_comments_keep_every_key_and_a_real_change_stales_exactly_its_users(tmp_path: Path):
-    shutil.copytree(ROOT / "ncbook", tmp_path / "ncbook", ignore=shutil.ignore_patterns("__pycache__"))
-    before = keys_of(tmp_path)
+    stages = [tmp_path / str(k) for k in range(5)]        # each stage: the previous one plus one edit
+    shutil.copytree(ROOT / "ncbook", stages[0] / "ncbook", ignore=shutil.ignore_patterns("__pycache__"))
+    edits = [lambda pkg: [edit(path, with_comments_and_docstrings) for path in pkg.glob("*.py")],  # anywhere
+             lambda pkg: edit(pkg / "stability.py", with_statement_in("gd_with_sharpness")),      # a real change
+             lambda pkg: edit(pkg / "data.py", with_statement_in("blur_classes")),     # used by one experiment only
+             lambda pkg: edit(pkg / "metrics.py", with_statement_in("_shift_project"))]   # inside the numba kernel
+    for previous, stage, change in zip(stages, stages[1:], edits):
+        shutil.copytree(previous / "ncbook", stage / "ncbook")
+        change(stage / "ncbook")
+    before, commented, after, final, kernel = keys_of(*stages)
+
     runs = {exp.run for exp in EXPERIMENTS.values()}           # jacot_resnet_fig1 and _head share their run function
     assert len(before) == len(EXPERIMENTS) and len(set(before.values())) == len(runs)
-
-    for path in (tmp_path / "ncbook").glob("*.py"):                  # comments, docstrings, blank lines anywhere
-        edit(path, with_comments_and_docstrings)
-    assert keys_of(tmp_path) == before
-
-    edit(tmp_path / "ncbook" / "stability.py", with_statement_in("gd_with_sharpness"))    # a real change
-    after = keys_of(tmp_path)
+    assert commented == before
     assert {n for n in before if after[n] != before[n]} == {"edge_of_stability", "trained_ntk"}
-
-    edit(tmp_path / "ncbook" / "data.py", with_statement_in("blur_classes"))      # used by one experiment only
-    final = keys_of(tmp_path)
     assert {n for n in after if final[n] != after[n]} == {"tirer_blur"}
-
-    edit(tmp_path / "ncbook" / "metrics.py", with_statement_in("_shift_project"))     # inside the numba kernel
     measured = {n for n, exp in EXPERIMENTS.items() if "class_stats" in {f for f, _ in reachable(exp.run)}}
-    assert len(measured) >= 10 and {n for n, k in keys_of(tmp_path).items() if k != final[n]} == measured
+    assert len(measured) >= 10 and {n for n, k in kernel.items() if k != final[n]} == measured
