@@ -36,9 +36,9 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
     return tree
 
 
-def syntax_tree(obj: Any) -> ast.AST:
-    """The parsed source of a function or class, docstrings removed."""
-    return _strip_docstrings(ast.parse(textwrap.dedent(inspect.getsource(obj))))
+def syntax_tree(source: str) -> ast.AST:
+    """Parsed source code (a function's or class's may be indented), docstrings removed."""
+    return _strip_docstrings(ast.parse(textwrap.dedent(source)))
 
 
 def _dump(tree: ast.AST) -> str:
@@ -47,7 +47,7 @@ def _dump(tree: ast.AST) -> str:
 
 def normal_form_of(source: str) -> str:
     """The normal form of source code: its syntax tree without docstrings, positions or comments."""
-    return _dump(_strip_docstrings(ast.parse(textwrap.dedent(source))))
+    return _dump(syntax_tree(source))
 
 
 def _local_imports(tree: ast.AST, module: str) -> dict[str, Any]:
@@ -85,7 +85,7 @@ def _chains(tree: ast.AST) -> set[tuple[str, ...]]:
 def _analysis(obj: Any) -> tuple[str, tuple[tuple[str, Any], ...]]:
     """What is hashed for a function or class (the normal form of its source) and what it refers to, from one parse
     (computed once per object: the experiments share most of their code)."""
-    tree = syntax_tree(obj)
+    tree = syntax_tree(inspect.getsource(obj))
     return _dump(tree), tuple(_references(obj, tree))
 
 
