@@ -14,7 +14,7 @@ import torch
 from . import bounds, data, metrics
 from .bounds import kappa, ntk_op_norm, op_norm, product
 from .data import load_data
-from .nets import MLP, Ensemble, SmoothLeakyReLU, mlp_layer_names, padded_layer_names
+from .nets import MLP, Ensemble, SmoothLeakyReLU, mlp_layer_names, padded_layer_names, portable_default_init_
 from .stability import gd_phases, gd_with_sharpness
 from .train import History, TrainConfig, part_checkpoint, train, train_ensemble
 
@@ -55,10 +55,12 @@ class MLPDemo:
 
 @lru_cache(maxsize=32)
 def run_mlp_demo(cfg: MLPDemo, progress: bool = True) -> tuple[History, MLP]:
-    """Train the network of ``cfg`` (deterministic for a given seed) and return its metric history and the model."""
-    torch.manual_seed(cfg.seed)
+    """Train the network of ``cfg`` (the same network on any CPU for a given seed) and return its metric history and
+    the model."""
     X, y = data.mnist5k(per_class=cfg.per_class, seed=cfg.seed, dtype=torch.float64)
     model = MLP(list(cfg.widths), cfg.num_nonlinear).double()
+    torch.manual_seed(cfg.seed)           # redrawn from the seed, the same bits on any CPU (= linear_head's, made
+    portable_default_init_(model)         # on an FMA CPU)
     hist = train(model, X, y, TrainConfig(steps=cfg.steps, lr=cfg.lr, weight_decay=cfg.weight_decay,
                                           record_every=cfg.record_every), progress=progress)
     return hist, model

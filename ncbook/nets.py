@@ -99,6 +99,34 @@ class MLP(nn.Module):
         return mlp_layer_names(len(self.layers), self.num_nonlinear)
 
 
+def portable_uniform_(t: torch.Tensor, bound: float) -> torch.Tensor:
+    """t ~ U(-bound, bound) as torch's ``uniform_`` draws it on a CPU with FMA (AVX2, AVX-512), on every CPU.
+
+    torch computes ``from + u (to - from)`` in float32 for the 24-bit uniform u; with FMA that is rounded once, on a
+    CPU without it (or under ATEN_CPU_CAPABILITY=default) twice, and about half the weights differ by one ulp. Here u
+    is drawn by ``uniform_(0, 1)`` (exact on every CPU, same generator stream) and b (2u - 1), with b = float32(bound),
+    is exact in float64 (at most 49 bits), so the one rounding to float32 gives the FMA result everywhere (then
+    cast to ``t``'s dtype, as ``MLP(...).double()`` casts its float32 draw)."""
+    with torch.no_grad():
+        u = torch.empty_like(t, dtype=torch.float32).uniform_(0, 1).double()
+        b = float(torch.tensor(bound, dtype=torch.float32))
+        return t.copy_(((u * 2 - 1) * b).float())
+
+
+def portable_default_init_(model: nn.Module) -> nn.Module:
+    """Redraw every nn.Linear of ``model`` from torch's default law (kaiming_uniform_ with a = sqrt 5, i.e.
+    U(-1/sqrt(fan_in), 1/sqrt(fan_in))), in module order, with the same bits on any CPU (``portable_uniform_``):
+    on an FMA CPU the network equals the one torch draws from the same seed, bit for bit."""
+    for m in model.modules():
+        if isinstance(m, nn.Linear):
+            fan_in = m.weight.shape[1]
+            std = nn.init.calculate_gain("leaky_relu", math.sqrt(5)) / math.sqrt(fan_in)
+            portable_uniform_(m.weight, math.sqrt(3.0) * std)
+            if m.bias is not None:
+                portable_uniform_(m.bias, 1 / math.sqrt(fan_in))
+    return model
+
+
 class Ensemble:
     """M networks of one architecture trained together: layer l's weights of all models are stacked into one
     (M, d_l, d_{l-1}) tensor. The first layer, whose input all models share, is a single wide matrix product

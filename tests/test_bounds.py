@@ -303,6 +303,28 @@ def test_theorem_3_1_bounds_hold_on_networks_that_meet_its_hypotheses(digits100,
         assert th.bound_nc1 < 1e-6 and th.kappa_WL == pytest.approx(th.kappa_linear ** (1 / L2), rel=1e-8)
 
 
+def test_at_eps2_reevaluates_the_bounds_and_shows_their_ill_conditioning(digits100):
+    """at_eps2(th, th.eps2) is th itself; at eps2 = 0 the kappa bound (3) of an exact, exactly balanced head is
+    attained (kappa(W_L) = kappa(W_{L:2})^{1/L2}); a rounding-level eps2 = 1e-15 moves (3) at L2 = 6 by more than
+    1e-3 (through r^{2(L2-1)}) and (5) through sqrt(eps2), which is why chapter 5 prints the bounds at eps2 = 0."""
+    X, y = digits100
+    for L2, noise in ((2, 1e-3), (6, 0.0)):
+        th = bounds.theorem_3_1(bounds.interpolating_network(X, y, 400, 12, L2, noise=noise), X, y)
+        assert bounds.at_eps2(th, th.eps2) == th
+        exact, rounded = bounds.at_eps2(th, 0.0), bounds.at_eps2(th, 1e-15)
+        assert exact.psi == pytest.approx(th.r * th.eps1 / (th.s_K_Y - th.eps1), rel=rounding())
+        delta = L2 ** 2 / 2 * th.r ** (2 * (L2 - 1)) * 1e-15                  # (3) by hand, at eps2 = 1e-15
+        e = delta / ((th.s_K_Y - th.eps1) ** 2 / th.Z_L1_op ** 2 - delta)
+        c = th.kappa_linear
+        assert rounded.bound_kappa_WL_fixed == pytest.approx(c ** (1 / L2) * (1 + e) ** (1 / L2)
+                                                             + c ** (1 / L2 - 1) * e, rel=rounding(100))
+        if noise == 0.0:
+            assert exact.bound_kappa_WL_fixed == pytest.approx(th.kappa_WL, rel=1e-9)
+            assert rounded.bound_kappa_WL_fixed - exact.bound_kappa_WL_fixed > 1e-3
+        else:
+            assert abs(rounded.bound_nc3 - exact.bound_nc3) > 1e-3        # sqrt(1e-15) ~ 3e-8, times r sqrt(n)
+
+
 def test_relu_can_increase_the_operator_norm():
     """The step ||Z_{L1}||_op <= ||X||_op r^{L1} in the proof of (3) assumes ||sigma(A)||_op <= ||A||_op."""
     A = torch.tensor([[1.0, 1.0], [1.0, -1.0]], dtype=torch.float64)

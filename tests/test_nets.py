@@ -5,7 +5,10 @@ import pytest
 import torch
 from torch import nn
 
-from ncbook.nets import MLP, resnet_backbone
+import subprocess
+import sys
+
+from ncbook.nets import MLP, portable_default_init_, resnet_backbone
 
 
 @pytest.mark.slow
@@ -81,3 +84,32 @@ def test_layer_names_follow_the_architecture():
     model = BackboneHead(net, dim, [6, 10], 1)
     assert model.layer_names == ["backbone", "hidden 1", "output"]
     assert len(model.forward_features(torch.randn(2, 1, 8, 8))) == len(model.layer_names) == len(model.weights)
+
+
+PORTABLE_DRAW = """
+import hashlib, torch
+from ncbook.nets import MLP, portable_default_init_
+m = MLP([30, 20, 10, 5], 1, bias=True)
+torch.manual_seed(3)
+portable_default_init_(m)
+print(hashlib.sha1(b"".join(p.detach().numpy().tobytes() for p in m.parameters())).hexdigest())
+"""
+
+
+def test_portable_init_is_torchs_fma_draw_on_every_cpu():
+    """torch's own uniform_ differs by one ulp in about half the weights between an FMA CPU and one without
+    (ATEN_CPU_CAPABILITY=default); portable_default_init_ gives the same bits under both, and on an FMA CPU the bits
+    that torch draws from the same seed."""
+    def draw(capability):
+        env = {**__import__("os").environ, "ATEN_CPU_CAPABILITY": capability}
+        return subprocess.run([sys.executable, "-c", PORTABLE_DRAW], env=env, capture_output=True, text=True,
+                              check=True).stdout
+    assert draw("default") == draw("avx2")
+    if torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512"):
+        torch.manual_seed(3)
+        a = MLP([30, 20, 10, 5], 1, bias=True)
+        b = MLP([30, 20, 10, 5], 1, bias=True).double()
+        torch.manual_seed(3)
+        portable_default_init_(b)
+        for p, q in zip(a.parameters(), b.parameters()):
+            assert q.dtype == torch.float64 and torch.equal(p.double(), q)
