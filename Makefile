@@ -16,7 +16,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: install lab student assets book pdf test unit quick mutation notebooks pairing build-strict lint verify execute clean
+.PHONY: install lab student assets book pdf test unit quick mutation notebooks variants pairing build-strict lint verify execute clean
 
 # JupyterLab settings of this environment: a chapter's .md opens as a notebook (jupytext), not in the text editor
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
@@ -47,14 +47,17 @@ student: install assets
 pdf: book
 	$(PY) scripts/make_pdf.py _build/html _build/pdf/ncbook.pdf
 
-test: install assets lint verify unit mutation pairing notebooks build-strict student
+test: install assets lint verify build-strict unit mutation pairing notebooks variants student
 	@echo "all checks passed"
+
+# in `make test` the browser test reads the book that build-strict has just built instead of building it again
+test: BUILT_HTML := $(CURDIR)/_build/strict/_build/html
 
 verify:
 	$(PY) -m ncbook verify
 
 unit:
-	$(PY) -m pytest tests -q --runslow
+	NCBOOK_BUILT_HTML=$(BUILT_HTML) $(PY) -m pytest tests -q --runslow
 
 quick:
 	$(PY) -m pytest tests -q
@@ -71,6 +74,11 @@ notebooks:
 	echo "nbval, as configured:"; cat _build/nbval.log; \
 	echo "nbval, OPENBLAS_CORETYPE unset, one thread:"; cat _build/nbval-1thread.log; \
 	exit $$(( ra || rb ))
+
+# every chapter's printed text under arithmetic variants that emulate other CPUs (MKL's instruction sets and its
+# reproducible mode, ATen's scalar kernels, OpenBLAS's core types; scripts/check_variants.py says why these)
+variants:
+	$(PY) scripts/check_variants.py --jobs 2
 
 mutation:
 	$(PY) scripts/mutation_check.py

@@ -157,6 +157,11 @@ def built_book() -> Path:
         if os.environ.get("CI"):
             pytest.fail(msg)
         pytest.skip(msg)
+    given = os.environ.get("NCBOOK_BUILT_HTML")    # `make test` builds the book once (build-strict) and passes it
+    if given:
+        if not (Path(given) / "index.html").is_file():
+            pytest.fail(f"NCBOOK_BUILT_HTML={given} holds no built book: run `make build-strict` first, or unset it")
+        return Path(given)
     shutil.rmtree(BUILD, ignore_errors=True)
     jb = Path(sys.executable).parent / "jupyter-book"
     subprocess.run([str(jb), "build", str(ROOT), "--path-output", str(BUILD)], check=True, capture_output=True,

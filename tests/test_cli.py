@@ -206,3 +206,34 @@ def test_list_notes_shows_every_experiments_assumptions(capsys):
         assert all(note in out for note in exp.notes.values())
     with pytest.raises(SystemExit):
         main(["run", "jacot_mlp", "--scale", "huge"])             # the choices come from the registry
+
+
+READ_RESULT = """
+import hashlib, numpy as np
+from ncbook.runner import get
+r = get("jacot_mlp", "tiny")
+print(hashlib.sha256(b"".join(np.ascontiguousarray(r[k]).tobytes() for k in sorted(r))).hexdigest())
+print(f"final loss {r['loss'][..., -1].mean():.6f}, NC1 {np.nanmean(r['nc1_trace_ratio'][..., -1, :]):.6e}")
+"""
+
+OTHER_CPUS = {   # the two ends of scripts/check_variants.py: an old CPU on one thread, and MKL's fixed AVX2 branch
+    "old": {"MKL_ENABLE_INSTRUCTIONS": "SSE4_2", "ATEN_CPU_CAPABILITY": "default", "OPENBLAS_CORETYPE": "Prescott",
+            "MKL_CBWR": "COMPATIBLE", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
+    "avx2": {"MKL_CBWR": "AVX2", "OPENBLAS_CORETYPE": "Haswell", "OMP_NUM_THREADS": "2"},
+}
+
+
+def test_a_result_made_on_one_cpu_verifies_and_reads_the_same_on_another(results):
+    """A result made under one arithmetic variant verifies under another and loads the same arrays, so a chapter
+    prints the same text from it: nothing in the key or the check depends on the machine that made it."""
+    def python(variant, *args):
+        env = {**os.environ, **OTHER_CPUS[variant], "NCBOOK_RESULTS": str(results), "TQDM_DISABLE": "1"}
+        out = subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return out.stdout
+
+    python("old", "-m", "ncbook", "run", "jacot_mlp", "--scale", "tiny", "--device", "cpu")
+    manifest = json.loads((results / "jacot_mlp" / "tiny.json").read_text())
+    assert manifest["provenance"]["cpu_threads"] == 1                 # made under the old-CPU variant
+    assert "1 of 1 stored results verified" in python("avx2", "-m", "ncbook", "verify")
+    assert python("avx2", "-c", READ_RESULT) == python("old", "-c", READ_RESULT)

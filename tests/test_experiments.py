@@ -3,12 +3,16 @@
 
 import numpy as np
 import pytest
+import torch
 
 from ncbook.experiments import MLPDemo
 
 
 def test_head_depth_sweep_reproduces_chapter_one_runs_and_pads_layers():
-    """The λ x depth experiment at L2 = 3 is chapter 1's demonstration network: same runs, to float64 rounding."""
+    """The λ x depth experiment at L2 = 3 is chapter 1's demonstration network: same runs, to float64 rounding on a
+    CPU with FMA, where torch's own draw (run_head_depth) is the demo's portable one bit for bit. Without FMA
+    (ATEN_CPU_CAPABILITY=default) torch's draw differs by one float32 ulp (2^-24 relative) in about half the weights;
+    over these 20 steps the loss moves by at most 16 times that (a stated margin; 1e-8 measured)."""
     from ncbook.compare import history_at
     from ncbook.experiments import HeadDepth, MLPDemo, run_head_depth, run_mlp_demo
 
@@ -19,8 +23,10 @@ def test_head_depth_sweep_reproduces_chapter_one_runs_and_pads_layers():
     for j, lam in enumerate(cfg.weight_decays):
         demo, _ = run_mlp_demo(MLPDemo(weight_decay=lam, per_class=5, steps=20, record_every=10), progress=False)
         swept = history_at(result, 1, j)
-        np.testing.assert_allclose(swept.loss, demo.loss, rtol=1e-10)
-        np.testing.assert_allclose(swept.layers["nc1_trace_ratio"], demo.layers["nc1_trace_ratio"], rtol=1e-8)
+        fma = torch.backends.cpu.get_cpu_capability() != "DEFAULT"
+        np.testing.assert_allclose(swept.loss, demo.loss, rtol=1e-10 if fma else 16 * 2.0 ** -24)
+        np.testing.assert_allclose(swept.layers["nc1_trace_ratio"], demo.layers["nc1_trace_ratio"],
+                                   rtol=1e-8 if fma else 16 * 2.0 ** -24)
     assert len(history_at(result, 0, 0).layers["nc1_trace_ratio"][0]) == 3
 
 

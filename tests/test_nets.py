@@ -1,12 +1,12 @@
 """ncbook.nets: the MLP, the ensemble of MLPs, the ResNets, and initialisation independent of torch's default dtype."""
 
 
+import subprocess
+import sys
+
 import pytest
 import torch
 from torch import nn
-
-import subprocess
-import sys
 
 from ncbook.nets import MLP, portable_default_init_, resnet_backbone
 
