@@ -160,14 +160,16 @@ def central_path_loss(H: np.ndarray, p: UFM) -> float:
     return objective(optimal_W(H, p), H, UFM(p.K, p.n, p.d, p.lam_W, p.lam_H))
 
 
-def central_path_loss_closed_form(H: np.ndarray, p: UFM) -> float:
-    """The closed form of :func:`central_path_loss` (App. A, with the constant restored)."""
+def central_path_loss_closed_form(H: np.ndarray, p: UFM, as_printed: bool = False) -> float:
+    """The closed form of :func:`central_path_loss` (App. A, with the constant 1/2 - d/(2K) restored); with
+    ``as_printed``, eq. (7) as extracted, without it: a sum of two non-negative terms, equal to
+    L(H) + (d - K)/(2K)."""
     N, mu = p.N, p.lam_W / p.K
     Sw = metrics.within_class_covariance(H.T, labels(p.K, p.n)).numpy()
     St = H @ H.T / N                                   # total, non-centred
     A = St + mu * np.eye(p.d)
     return float(np.trace(np.linalg.solve(A, Sw + mu * np.eye(p.d))) / (2 * p.K)
-                 + p.lam_H * np.sum(H ** 2) / (2 * N) + 0.5 - p.d / (2 * p.K))
+                 + p.lam_H * np.sum(H ** 2) / (2 * N) + (0.0 if as_printed else 0.5 - p.d / (2 * p.K)))
 
 
 def central_path_gradient(H: np.ndarray, p: UFM) -> np.ndarray:
@@ -205,12 +207,33 @@ def solve_model2(H0: np.ndarray, p: UFM, H_init: np.ndarray | None = None,
     x0 = (H0 if H_init is None else H_init).ravel()
     res = scipy.optimize.minimize(fg, x0, jac=True, method="L-BFGS-B",
                                   options={"maxiter": 20_000, "ftol": 1e-16, "gtol": gtol})
-    H = res.x.reshape(shape)
-    for _ in range(3):                                # Newton polish: residual to rounding level
+    H = newton_stationary(res.x.reshape(shape), H0, p)     # Newton polish: residual to rounding level
+    return optimal_W(H, p), H
+
+
+def newton_stationary(H: np.ndarray, H0: np.ndarray, p: UFM, steps: int = 3) -> np.ndarray:
+    """Newton steps from H on the stationarity condition Kn grad L(H) + beta (H - H0) = 0 of eq. (2): they go to
+    the nearby stationary point whatever its kind, a minimiser or a saddle."""
+    for _ in range(steps):
         r = stationarity_residual(H, H0, p).ravel(order="F")
         J = central_path_hessian(H, p) + p.beta * np.eye(H.size)
-        H = H - np.linalg.solve(J, r).reshape(shape, order="F")
-    return optimal_W(H, p), H
+        H = H - np.linalg.solve(J, r).reshape(H.shape, order="F")
+    return H
+
+
+def linearised_stationary_point(H0: np.ndarray, p: UFM) -> np.ndarray:
+    """The stationary point of eq. (2) near 0 to first order in H0 (chapter 3, prop-beta-sharp): the within-class
+    part beta/(beta + lam_H) H0_w, the class means beta/(beta + lam_H - 1/lam_W) times H0's."""
+    H0 = check_features(H0, p, "H0")
+    means = np.repeat(H0.reshape(p.d, p.K, p.n).mean(2), p.n, axis=1)
+    return p.beta / (p.beta + p.lam_H) * (H0 - means) + p.beta / (p.beta + p.lam_H - 1 / p.lam_W) * means
+
+
+def small_input_gnc1_factor(p: UFM) -> float:
+    """((1/lam_W - lam_H - beta) / (beta + lam_H))^2: the limit, as H0 -> 0, of gNC1(H)/gNC1(H0) at the stationary
+    point H of eq. (2) near 0 (chapter 3). Above 1 exactly when beta < 1/(2 lam_W) - lam_H = beta*: the threshold
+    of prop-beta-threshold is sharp for stationary points."""
+    return ((1 / p.lam_W - p.lam_H - p.beta) / (p.beta + p.lam_H)) ** 2
 
 
 def flow(H0: np.ndarray, p: UFM, t_end: float, num: int = 200, rtol: float = 1e-10) -> dict[str, np.ndarray]:

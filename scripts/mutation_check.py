@@ -57,9 +57,11 @@ TARGETS: list[tuple[str, str, str]] = [
     ("ufm", "lipschitz_constant", "upper"),
     ("ufm", "lipschitz_constant_as_extracted", "value"),       # the paper's printed constant (shown to fail)
     ("ufm", "gradient_growth_constant", "upper"),
-    # a sufficient threshold, not a bound on a measured quantity: no beta below it is known where gNC1 increases,
-    # so halving it cannot be caught by a violation; its value and the inequalities it rests on are tested
-    ("ufm", "beta_threshold_nc1", "value"),
+    # sharp for stationary points (prop-beta-sharp): below it the saddle near 0 raises gNC1, so halving it is caught
+    ("ufm", "beta_threshold_nc1", "upper"),
+    ("ufm", "small_input_gnc1_factor", "value"),
+    ("ufm", "linearised_stationary_point", "value"),
+    ("ufm", "newton_stationary", "value"),
     # Jacot et al.: Theorem 3.1 and Section 5
     ("bounds", "op_norm", "value"),
     ("bounds", "product", "value"),

@@ -127,16 +127,35 @@ def test_lemma_c1_constants_by_hand():
 
 
 @pytest.mark.parametrize("L", [1, 2, 3, 4])
-def test_lemma_c1_the_worst_case_we_know_is_a_seventh_of_the_constant(L):
+def test_lemma_c1_linear_chains_stay_below_a_seventh_of_the_constant(L):
     """A scalar linear chain with all weights 1, x = 1 and target 0: the Hessian of (1/2) f^2, f = prod w_i, is
-    2 11^T - I, top eigenvalue 2L - 1 (by autograd here). The constant is 7 L^2: the lemma holds, and is loose by at
-    least 7 even in this, the tightest case we found (its proof rounds L b^2 R^2 + 2 b R (beta L^2 b^2 R^2 + 2LbR)
-    up to 7 beta L^2 b^3 R^3)."""
+    2 11^T - I, top eigenvalue 2L - 1 (by autograd here), against the constant 7 L^2. (Non-linear layers come much
+    closer: the next test.)"""
     w = torch.ones(L, dtype=torch.float64)
     H = torch.autograd.functional.hessian(lambda v: 0.5 * torch.prod(v) ** 2, w)
     top = float(torch.linalg.eigvalsh(H).max())
     assert top == pytest.approx(2 * L - 1, rel=rounding())
     assert top <= bounds.lemma_c1_constant(1, 1.0, 1.0, [1.0] * L) / 7 * (1 + rounding(L * L))
+
+
+def test_lemma_c1_is_within_a_factor_2_35_of_an_admissible_one_layer_network():
+    """One non-linear layer, sigma' = clip(-0.005 - t, 0.99, 1) (admissible: sigma(0) = 0, gamma = 0.99, beta = 1),
+    w = -1, x = 1, target 1: d2C0/dw2 = sigma'^2 + (sigma - 1) sigma'' = 0.995^2 + 1.9900125 = 2.9800375 (by hand),
+    0.4257 of the constant 7, whose proof gives 3 at L = 1. Fails on the old text ("loose by >= 7 in every case")."""
+    def ramp(t):
+        u = torch.relu(-0.995 - t)
+        return 0.99 * t - torch.where(u <= 0.01, u ** 2 / 2, 5e-5 + 0.01 * (u - 0.01))
+
+    t = torch.linspace(-3, 3, 60001, dtype=torch.float64, requires_grad=True)
+    d1 = torch.autograd.grad(ramp(t).sum(), t, create_graph=True)[0].detach()
+    assert float(ramp(torch.zeros(1, dtype=torch.float64))) == 0 and d1.min() >= 0.99 - 1e-12 and d1.max() <= 1
+    assert (torch.diff(d1) / torch.diff(t.detach())).abs().max() <= 1 + 1e-9
+    w = torch.tensor([-1.0], dtype=torch.float64)
+    curvature = float(torch.autograd.functional.hessian(lambda v: 0.5 * (ramp(v) - 1) ** 2, w))
+    assert curvature == pytest.approx(0.995 ** 2 + (0.9900125 + 1), rel=rounding())
+    const = bounds.lemma_c1_constant(1, 1.0, 1.0, [1.0])
+    assert const == 7 and curvature <= 3 <= const
+    assert curvature / const == pytest.approx(0.426, abs=5e-4) and curvature > const / 7 * 2.9
 
 
 def test_shifted_pl_offset_by_hand_and_on_a_quadratic():
@@ -162,8 +181,9 @@ def test_shifted_pl_offset_by_hand_and_on_a_quadratic():
 
 def test_balancing_forcing_bound_attained_and_the_printed_exponent_fails():
     """The proof of Thm 4.4 bounds ||G_l||^2 + ||G_{l+1}||^2 for a pair of linear layers. A scalar chain (ReLU layer
-    then two linear layers, all weights rho, input 1, error eps1 sqrt 2) attains 4 eps1^2 rho^{2(L-1)} ||X||^2;
-    for rho < 1 the paper's exponent 2(L1 + L - 1) gives a smaller number, which this case exceeds."""
+    then two linear layers, all weights rho, input 1, error eps1 sqrt 2) attains 4 eps1^2 rho^{2(L-1)} ||X||^2
+    when only each ||W_l||_F <= rho is assumed (that chain has C_lambda = 4 eps1^2, outside Thm 4.4's standing
+    condition, which the next test imposes)."""
     eps1 = 0.3
     for rho in (0.5, 2.0):
         model = MLP([1, 1, 1, 1], 1).double()
@@ -179,6 +199,47 @@ def test_balancing_forcing_bound_attained_and_the_printed_exponent_fails():
         printed = bounds.balancing_forcing_bound(eps1, rho, 1.0, 1, 3, as_printed=True)
         assert forcing == pytest.approx(ours, rel=rounding())
         assert (forcing > printed * 1.5) if rho < 1 else (forcing < printed)
+
+
+def test_printed_forcing_step_fails_under_the_standing_condition_only_below_rho_one_over_sqrt_54():
+    """Under Thm 4.4's standing condition C_lambda <= eps1^2 (lambda = 2 eps1^2/rho^2), the scalar chain's forcing
+    e^2 w1^2 (w2^2 + w3^2) is at most 2 eps1^2 rho^4 / 27 (AM-GM, chapter 6), found by a constrained search too; the
+    printed step 4 eps1^2 rho^6 covers it iff rho^2 >= 1/54. Fails on the old erratum (which said rho = 1/2)."""
+    eps1 = 0.3
+    for rho in (0.1, 0.13, 0.14, 0.5, 2.0):
+        lam = 2 * eps1 ** 2 / rho ** 2
+
+        def neg_forcing(v):                                   # v = (e, w1, w2, w3)
+            return -(v[0] ** 2 * v[1] ** 2 * (v[2] ** 2 + v[3] ** 2))
+
+        standing = {"type": "ineq", "fun": lambda v, lam=lam: eps1 ** 2 - v[0] ** 2 / 2 - lam / 2 * np.sum(v[1:] ** 2)}
+        found = [scipy.optimize.minimize(neg_forcing, x0, constraints=[standing], method="SLSQP",
+                                         options={"ftol": 1e-15, "maxiter": 500})
+                 for x0 in np.random.default_rng(0).uniform(0.05, 1, size=(8, 4)) * [eps1, rho, rho, rho]]
+        best = max(-r.fun for r in found if r.success and standing["fun"](r.x) >= -1e-12)
+        worst = 2 / 27 * eps1 ** 2 * rho ** 4
+        assert best == pytest.approx(worst, rel=1e-6)
+        assert worst <= bounds.balancing_forcing_bound(eps1, rho, 1.0, 1, 3)
+        printed = bounds.balancing_forcing_bound(eps1, rho, 1.0, 1, 3, as_printed=True)
+        assert (worst > printed) == (rho < 54 ** -0.5)
+    assert (0.13 < 54 ** -0.5 < 0.14) and bounds.balancing_forcing_bound(eps1, 0.5, 1.0, 1, 3, as_printed=True) > \
+        2 / 27 * eps1 ** 2 * 0.5 ** 4                         # the printed step holds at rho = 1/2
+
+
+def test_thm_4_4_needs_eps1_within_thm_3_1s_range_over_sqrt_2():
+    """(11) is (2) at eps1 sqrt 2, so Thm 4.4 needs eps1 sqrt 2 <= min(s_K(Y), sqrt((K-1)N/(4K))), which the paper
+    omits: at Thm 3.1's own largest eps1 the bracket sqrt((K-1)/K) - 2 sqrt 2 eps1/sqrt N of (11) is
+    (1 - sqrt 2) sqrt((K-1)/K) < 0 (-0.359 at K = 4), and bounds.nc1_bound, given eps1 sqrt 2, says nothing there."""
+    for K, N in ((2, 50), (4, 100), (10, 5000)):
+        top = math.sqrt((K - 1) * N / (4 * K))
+        bracket = math.sqrt((K - 1) / K) - 2 * math.sqrt(2) * top / math.sqrt(N)
+        assert bracket == pytest.approx((1 - math.sqrt(2)) * math.sqrt((K - 1) / K), rel=rounding())
+        assert bracket < 0
+        assert math.isinf(bounds.nc1_bound(top * math.sqrt(2), 0.0, 1.0, 10 * top, 10, N, K))
+        inside = 0.9 * top / math.sqrt(2)
+        assert math.sqrt((K - 1) / K) - 2 * math.sqrt(2) * inside / math.sqrt(N) > 0
+        assert math.isfinite(bounds.nc1_bound(inside * math.sqrt(2), 0.0, 1.0, 10 * top, 10, N, K))
+    assert (1 - math.sqrt(2)) * math.sqrt(3 / 4) == pytest.approx(-0.359, abs=5e-4)
 
 
 def test_features_after_relu_layers_are_bounded_by_frobenius_norms_times_op_norm_of_X():

@@ -258,6 +258,52 @@ def test_optimal_W_and_central_path_closed_forms():
     np.testing.assert_allclose(hv, fd_g.ravel(order="F"), atol=1e-7 * np.abs(hv).max())
 
 
+def test_eq_7_as_extracted_is_L_plus_a_constant_and_never_negative():
+    """Tirer et al.'s eq. (7) without the constant 1/2 - d/(2K) is L(H) + (d - K)/(2K) for every H: exact for d = K,
+    above f(W*(H), H) for d > K, never negative. It refutes the book's earlier erratum ("can be negative for d > K
+    and collapsed H"): on collapsed H with d > K at every scale it stays above (d - K)/(2K) > 0."""
+    rng = np.random.default_rng(5)
+    for K, n, d in ((3, 4, 3), (3, 4, 5), (4, 2, 9), (2, 3, 12)):
+        p = ufm.UFM(K, n, d, 0.5, 0.2)
+        collapsed = np.repeat(rng.normal(size=(d, K)), n, axis=1)
+        for H in [rng.normal(size=(d, p.N)), *(s * collapsed for s in np.geomspace(1e-4, 1e4, 33))]:
+            printed = ufm.central_path_loss_closed_form(H, p, as_printed=True)
+            assert printed == pytest.approx(ufm.central_path_loss(H, p) + (d - K) / (2 * K), rel=1e-9, abs=1e-12)
+            assert printed >= (d - K) / (2 * K) >= 0
+        if d == K:
+            assert ufm.central_path_loss_closed_form(H, p, as_printed=True) == pytest.approx(
+                ufm.central_path_loss(H, p), rel=1e-9)
+
+
+def test_beta_threshold_is_sharp_for_stationary_points():
+    """prop-beta-sharp: below beta* = 1/(2 lam_W) - lam_H the stationary point of (2) near 0 (a saddle) multiplies
+    gNC1 by ((1/lam_W - lam_H - beta)/(beta + lam_H))^2 > 1 as H0 -> 0 (8.95 at beta*/2, 1.49 at 0.9 beta*, by hand
+    for lam_W = 0.1, lam_H = 0.01), with an O(||H0||^2) error; just above beta* it lowers gNC1. Fails on the book's
+    earlier "no increase below beta*": prop-beta-threshold cannot hold at every stationary point below beta*."""
+    rng = np.random.default_rng(2)
+    direction = rng.normal(size=(4, 6))                              # d = 4, K = 3, n = 2
+    bstar = ufm.beta_threshold_nc1(ufm.UFM(3, 2, 4, lam_W=0.1, lam_H=0.01, beta=1.0))
+    assert bstar == pytest.approx(4.99, rel=rounding())
+    for frac, factor in ((0.5, 8.95), (0.9, 1.49), (0.99, None), (1.01, None)):
+        p = ufm.UFM(3, 2, 4, lam_W=0.1, lam_H=0.01, beta=frac * bstar)
+        limit = ufm.small_input_gnc1_factor(p)
+        if factor:
+            assert limit == pytest.approx(factor, abs=0.005)
+        errors = []
+        for size in (1e-3, 1e-5):
+            H0 = size * direction
+            linear = ufm.linearised_stationary_point(H0, p)
+            H = ufm.newton_stationary(linear, H0, p, steps=10)
+            assert np.abs(ufm.stationarity_residual(H, H0, p)).max() < 1e-12 * size
+            assert np.abs(H - linear).max() < 10 * size * np.abs(H).max()            # first order in H0
+            J = ufm.central_path_hessian(H, p) + p.beta * np.eye(H.size)
+            assert np.linalg.eigvalsh(J).min() < 0 < np.linalg.eigvalsh(J).max()          # a saddle
+            ratio = ufm.gnc1(H, p) / ufm.gnc1(H0, p)
+            assert (ratio > 1) == (frac < 1)
+            errors.append(abs(ratio / limit - 1))
+        assert errors[1] < 1e-6 and errors[1] < errors[0] * 1e-3                         # O(||H0||^2)
+
+
 def test_corollary_3_1_collapsed_input_is_kept():
     p = ufm.UFM(3, 4, 5, 0.5, 0.3, beta=7.0)
     _, Hc = ufm.collapsed_minimiser(p)
