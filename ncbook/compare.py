@@ -159,26 +159,44 @@ WRAP = 80
 """Width of a printed claims table: a page's code output shows about 80 characters without scrolling."""
 
 
+MARGIN = 2.0
+"""A claim that compares groups of runs (a shallow and a deep network, two weight decays) is reproduced only if,
+besides holding in every run, consecutive groups' means differ by at least MARGIN times the larger of their
+standard deviations over seeds: an effect that stands out of the seed spread."""
+
+
+def separated(*groups: np.ndarray) -> bool:
+    """Consecutive groups' means differ by at least MARGIN times the larger of their SDs (the verdict's margin)."""
+    return all(abs(np.nanmean(b) - np.nanmean(a)) >= MARGIN * max(np.nanstd(a), np.nanstd(b))
+               for a, b in zip(groups, groups[1:]))
+
+
 @dataclass(frozen=True)
 class Claim:
     """One claim of a paper, checked run by run: ``holds`` has one boolean per run (seed, setting, depth...), every
-    run counted, including those that did not interpolate; ``numbers`` are the values behind it."""
+    run counted, including those that did not interpolate; ``numbers`` are the values behind it; ``separated``,
+    for a comparison of groups of runs, whether the effect exceeds MARGIN seed SDs (None: not such a claim)."""
 
     where: str
     claim: str
     holds: np.ndarray
     runs: str
     numbers: str
+    separated: bool | None = None
 
     @property
     def verdict(self) -> str:
         n = int(np.sum(self.holds))
-        return "reproduced" if n == np.size(self.holds) else "not reproduced" if n == 0 else "partly"
+        if n == np.size(self.holds):
+            return "partly" if self.separated is False else "reproduced"
+        return "not reproduced" if n == 0 else "partly"
 
     def __str__(self) -> str:
         head = textwrap.fill(f"[{self.where}] {self.claim}", WRAP, subsequent_indent="  ")
+        margin = f"; the effect is within {MARGIN:g} seed SDs" if self.separated is False else ""
         body = textwrap.fill(f"{self.verdict.upper()}: holds in {int(np.sum(self.holds))} of {np.size(self.holds)} "
-                             f"{self.runs}; {self.numbers}", WRAP, initial_indent="    ", subsequent_indent="    ")
+                             f"{self.runs}{margin}; {self.numbers}", WRAP, initial_indent="    ",
+                             subsequent_indent="    ")
         return f"{head}\n{body}"
 
 
@@ -209,7 +227,8 @@ def tirer_claims(lw: dict, ab: dict, ab_small: dict, bl: dict, losses: tuple[str
     claims.append(Claim("Fig. 2", "NC1 and gNC1 decrease as hidden layers are added and trained one at a time",
                         (nc1[:, -1] < nc1[:, 0]) & (gnc1[:, -1] < gnc1[:, 0]), "seeds",
                         f"NC1 with 1 and with {nc1.shape[1]} layers {_mean_sd(nc1[:, 0])} and {_mean_sd(nc1[:, -1])}; "
-                        f"{(np.diff(gnc1, axis=1) < 0).mean():.0%} of added layers lower gNC1"))
+                        f"{(np.diff(gnc1, axis=1) < 0).mean():.0%} of added layers lower gNC1",
+                        separated(nc1[:, 0], nc1[:, -1]) and separated(gnc1[:, 0], gnc1[:, -1])))
     first = _first_zero_error_epoch(ab)                                     # [loss, seed, setting]
     claims.append(Claim("Sec. 6", "every setting reaches zero training error (the paper: at about epoch 40)",
                         ~np.isnan(first), "runs",
@@ -233,7 +252,7 @@ def tirer_claims(lw: dict, ab: dict, ab_small: dict, bl: dict, losses: tuple[str
         claims.append(Claim(f"Table 1, {loss.upper()}", "more feature weight decay, closer to collapse: NC1 with "
                             "λ_H doubled < baseline < λ_H zeroed", (f[:, h2] < f[:, 0]) & (f[:, 0] < f[:, h0]), "seeds",
                             f"NC1 doubled / baseline / zeroed: {_mean_sd(f[:, h2])} / {_mean_sd(f[:, 0])} / "
-                            f"{_mean_sd(f[:, h0])}"))
+                            f"{_mean_sd(f[:, h0])}", separated(f[:, h2], f[:, 0], f[:, h0])))
     for result, label in ((ab, "Figs. 4-5 (c)"), (ab_small, "Figs. 4-5 (c), fewer per class")):
         for name, key in (("nc1_pinv", "NC1"), ("nc2_etf_distance", "NC2")):
             deep, mid = final_at(result, name, "deepest"), final_at(result, name, "intermediate")
@@ -245,7 +264,8 @@ def tirer_claims(lw: dict, ab: dict, ab_small: dict, bl: dict, losses: tuple[str
     mine = per[..., others].mean(-1)                                        # [setting, seed]
     claims.append(Claim("Fig. 6", "blurring two classes raises the other classes' per-class NC1",
                         (mine[1:] > mine[:1]).ravel(), "runs (seed x last-layer weight decay)",
-                        f"other classes' NC1(k), clean {_mean_sd(mine[0])}, blurred {_mean_sd(mine[1:])}"))
+                        f"other classes' NC1(k), clean {_mean_sd(mine[0])}, blurred {_mean_sd(mine[1:])}",
+                        separated(mine[0], mine[1:])))
     order = np.argsort(bl["weight_decays_last"])[::-1] + 1                  # settings from the largest λ_W down
     for name, label in (("nc1_per_class", "the other classes' per-class NC1"), ("nc1_pinv", "NC1"),
                         ("nc2_etf_distance", "NC2"), ("nc3_etf_distance", "NC3")):
@@ -254,7 +274,7 @@ def tirer_claims(lw: dict, ab: dict, ab_small: dict, bl: dict, losses: tuple[str
         holds = (np.diff(v[order], axis=0) > 0).all(axis=0)
         claims.append(Claim("Fig. 6", f"a smaller last-layer weight decay increases {label} on the blurred data",
                             holds, "seeds", "from the largest λ_W to 0: "
-                            + " / ".join(_mean_sd(v[s]) for s in order)))
+                            + " / ".join(_mean_sd(v[s]) for s in order), separated(*(v[s] for s in order))))
     return claims
 
 
@@ -328,5 +348,5 @@ def jacot_claims(mlp: dict, fig1: dict, hd: dict, rh: dict, nd: dict, nd_cfg) ->
                                 "network than in the shallowest", (s[kind][-1] < s[kind][0]).ravel(),
                                 "(learning rate, seed) runs",
                                 f"depth {nd_cfg.depths[0]} {_mean_sd(s[kind][0])}, depth {nd_cfg.depths[-1]} "
-                                f"{_mean_sd(s[kind][-1])}"))
+                                f"{_mean_sd(s[kind][-1])}", separated(s[kind][0], s[kind][-1])))
     return claims

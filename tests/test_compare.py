@@ -136,3 +136,19 @@ def test_deep_head_claims_follow_the_layers_and_fail_where_a_seed_fails():
     r["train_error"][0, -1] = 0.01
     got = [c.holds.tolist() for c in compare._deep_head_claims(r, "Fig. 1", shown="hidden 1")]
     assert got == [[False, True], [True, True], [True, False], [True, False], [True, False]]
+
+
+def test_a_claim_whose_effect_is_within_the_seed_spread_is_only_partly():
+    """Every seed holds, but the means differ by less than MARGIN (2) seed SDs: "partly"; moved apart, "reproduced".
+    On the shipped Fig. 3 runs the min balancedness (0.878 +- 0.038 vs 0.813 +- 0.021) is such a case."""
+    a, b = np.array([0.90, 0.85, 0.88]), np.array([0.84, 0.80, 0.86])
+    close = compare.Claim("x", "b is lower", b < a, "seeds", "", compare.separated(a, b))
+    far = compare.Claim("x", "b is lower", b - 0.1 < a, "seeds", "", compare.separated(a, b - 0.1))
+    assert close.verdict == "partly" and "within 2 seed SDs" in str(close) and far.verdict == "reproduced"
+    assert compare.separated(a, b - 0.1, b - 0.2) and not compare.separated(a, b - 0.1, b - 0.11)
+    from ncbook.registry import get_experiment
+    from ncbook.runner import get
+    nd = get("jacot_nonlinear_depth", "cpu")
+    backbone = get_experiment("jacot_nonlinear_depth").config("cpu").backbone
+    s = compare.nonlinear_layer_summary(nd, "balancedness", backbone)
+    assert (s["min"][-1] < s["min"][0]).all() and not compare.separated(s["min"][0], s["min"][-1])
