@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -14,6 +15,9 @@ from ncbook import cache
 from ncbook.__main__ import main
 
 from helpers import stored_data
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from check_variants import VARIANTS  # noqa: E402  (the CPUs the book is checked on, defined once)
 
 pytestmark = pytest.mark.slow       # the command line, in this process and in subprocesses: `pytest --runslow`
 
@@ -216,24 +220,18 @@ print(hashlib.sha256(b"".join(np.ascontiguousarray(r[k]).tobytes() for k in sort
 print(f"final loss {r['loss'][..., -1].mean():.6f}, NC1 {np.nanmean(r['nc1_trace_ratio'][..., -1, :]):.6e}")
 """
 
-OTHER_CPUS = {   # the two ends of scripts/check_variants.py: an old CPU on one thread, and MKL's fixed AVX2 branch
-    "old": {"MKL_ENABLE_INSTRUCTIONS": "SSE4_2", "ATEN_CPU_CAPABILITY": "default", "OPENBLAS_CORETYPE": "Prescott",
-            "MKL_CBWR": "COMPATIBLE", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
-    "avx2": {"MKL_CBWR": "AVX2", "OPENBLAS_CORETYPE": "Haswell", "OMP_NUM_THREADS": "2"},
-}
-
-
 def test_a_result_made_on_one_cpu_verifies_and_reads_the_same_on_another(results):
-    """A result made under one arithmetic variant verifies under another and loads the same arrays, so a chapter
-    prints the same text from it: nothing in the key or the check depends on the machine that made it."""
+    """A result made under one arithmetic variant of scripts/check_variants.py (an old CPU, one thread) verifies
+    under another (MKL's AVX2 branch, four threads) and loads the same arrays, so a chapter prints the same text from
+    it: nothing in the key or the check depends on the machine that made it."""
     def python(variant, *args):
-        env = {**os.environ, **OTHER_CPUS[variant], "NCBOOK_RESULTS": str(results), "TQDM_DISABLE": "1"}
+        env = {**os.environ, **VARIANTS[variant], "NCBOOK_RESULTS": str(results), "TQDM_DISABLE": "1"}
         out = subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True)
         assert out.returncode == 0, out.stderr[-2000:]
         return out.stdout
 
-    python("old", "-m", "ncbook", "run", "jacot_mlp", "--scale", "tiny", "--device", "cpu")
+    python("sse", "-m", "ncbook", "run", "jacot_mlp", "--scale", "tiny", "--device", "cpu")
     manifest = json.loads((results / "jacot_mlp" / "tiny.json").read_text())
     assert manifest["provenance"]["cpu_threads"] == 1                 # made under the old-CPU variant
     assert "1 of 1 stored results verified" in python("avx2", "-m", "ncbook", "verify")
-    assert python("avx2", "-c", READ_RESULT) == python("old", "-c", READ_RESULT)
+    assert python("avx2", "-c", READ_RESULT) == python("sse", "-c", READ_RESULT)

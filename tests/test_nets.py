@@ -1,6 +1,7 @@
 """ncbook.nets: the MLP, the ensemble of MLPs, the ResNets, and initialisation independent of torch's default dtype."""
 
 
+import os
 import subprocess
 import sys
 
@@ -101,7 +102,7 @@ def test_portable_init_is_torchs_fma_draw_on_every_cpu():
     (ATEN_CPU_CAPABILITY=default); portable_default_init_ gives the same bits under both, and on an FMA CPU the bits
     that torch draws from the same seed."""
     def draw(capability):
-        env = {**__import__("os").environ, "ATEN_CPU_CAPABILITY": capability}
+        env = {**os.environ, "ATEN_CPU_CAPABILITY": capability}
         return subprocess.run([sys.executable, "-c", PORTABLE_DRAW], env=env, capture_output=True, text=True,
                               check=True).stdout
     assert draw("default") == draw("avx2")
