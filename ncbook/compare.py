@@ -5,12 +5,14 @@ Readers of results live here, apart from the code that produces them (:mod:`ncbo
 
 from __future__ import annotations
 
+import html
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .reproduce import ABLATIONS
+from .scaling import governing_text
 from .train import PER_LAYER_METRICS, History
 
 # reading the results: the quantities the papers' claims are about
@@ -174,8 +176,10 @@ def separated(*groups: np.ndarray) -> bool:
 @dataclass(frozen=True)
 class Claim:
     """One claim of a paper, checked run by run: ``holds`` has one boolean per run (seed, setting, depth...), every
-    run counted, including those that did not interpolate; ``numbers`` are the values behind it; ``separated``,
-    for a comparison of groups of runs, whether the effect exceeds MARGIN seed SDs (None: not such a claim)."""
+    run counted, including those that did not interpolate; ``numbers`` are our values behind it (mean ± SD over
+    seeds); ``separated``, for a comparison of groups of runs, whether the effect exceeds MARGIN seed SDs (None: not
+    such a claim); ``paper`` what the paper states or prints; ``governing`` the quantities that govern the claim,
+    ours and the paper's (:mod:`ncbook.scaling`)."""
 
     where: str
     claim: str
@@ -183,6 +187,8 @@ class Claim:
     runs: str
     numbers: str
     separated: bool | None = None
+    paper: str = ""
+    governing: str = ""
 
     @property
     def verdict(self) -> str:
@@ -191,19 +197,55 @@ class Claim:
             return "partly" if self.separated is False else "reproduced"
         return "not reproduced" if n == 0 else "partly"
 
+    @property
+    def count(self) -> str:
+        """How many runs it holds in, and whether the effect stands out of the seed spread."""
+        margin = f"; effect within {MARGIN:g} seed SDs" if self.separated is False else ""
+        return f"{int(np.sum(self.holds))} of {np.size(self.holds)} {self.runs}{margin}"
+
     def __str__(self) -> str:
-        head = textwrap.fill(f"[{self.where}] {self.claim}", WRAP, subsequent_indent="  ")
-        margin = f"; the effect is within {MARGIN:g} seed SDs" if self.separated is False else ""
-        body = textwrap.fill(f"{self.verdict.upper()}: holds in {int(np.sum(self.holds))} of {np.size(self.holds)} "
-                             f"{self.runs}{margin}; {self.numbers}", WRAP, initial_indent="    ",
-                             subsequent_indent="    ")
-        return f"{head}\n{body}"
+        fill = lambda text, first="    ": textwrap.fill(text, WRAP, initial_indent=first,       # noqa: E731
+                                                          subsequent_indent="    ")
+        lines = [textwrap.fill(f"[{self.where}] {self.claim}", WRAP, subsequent_indent="  ")]
+        lines += [fill(f"paper: {self.paper}")] if self.paper else []
+        lines += [fill(f"{self.verdict.upper()}: holds in {self.count}; ours: {self.numbers}")]
+        lines += [fill(f"governing, ours (paper): {self.governing}")] if self.governing else []
+        return "\n".join(lines)
+
+
+def verdict_counts(claims: list[Claim]) -> str:
+    """How many claims are reproduced, partly, not reproduced."""
+    counts = {v: sum(c.verdict == v for c in claims) for v in ("reproduced", "partly", "not reproduced")}
+    return ", ".join(f"{n} {v}" for v, n in counts.items())
 
 
 def format_claims(claims: list[Claim]) -> str:
     """A claims table as text, one claim per paragraph, and the count of each verdict."""
-    counts = {v: sum(c.verdict == v for c in claims) for v in ("reproduced", "partly", "not reproduced")}
-    return "\n".join(map(str, claims)) + "\n" + ", ".join(f"{n} {v}" for v, n in counts.items())
+    return "\n".join(map(str, claims)) + "\n" + verdict_counts(claims)
+
+
+@dataclass(frozen=True)
+class ClaimsTable:
+    """Claims shown side by side: an HTML table (claim, the paper, ours, governing quantities, verdict) in a
+    notebook and the rendered book, :func:`format_claims`'s text elsewhere."""
+
+    claims: list[Claim]
+    title: str = ""
+
+    def __repr__(self) -> str:
+        return (f"--- {self.title} ---\n" if self.title else "") + format_claims(self.claims)
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        head = "".join(f"<th>{h}</th>" for h in ("claim", "paper", "ours (mean ± SD over seeds)",
+                                                   "governing, ours (paper)", "verdict"))
+        rows = "".join(
+            f"<tr><td><b>{e(c.where)}</b>: {e(c.claim)}</td><td>{e(c.paper)}</td><td>{e(c.numbers)}</td>"
+            f"<td>{e(c.governing)}</td><td class='verdict-{c.verdict.replace(' ', '-')}'><b>{e(c.verdict)}</b>"
+            f"<br>{e(c.count)}</td></tr>" for c in self.claims)
+        caption = e((self.title + ": " if self.title else "") + verdict_counts(self.claims))
+        return (f"<table class='ncbook-claims'><caption>{caption}</caption><thead><tr>{head}</tr></thead>"
+                f"<tbody>{rows}</tbody></table>")
 
 
 def _mean_sd(v: np.ndarray, fmt: str = ".3g") -> str:
@@ -217,55 +259,79 @@ def _first_zero_error_epoch(result: dict[str, np.ndarray]) -> np.ndarray:
     return np.where(zero.any(-1), epochs[np.argmax(zero, axis=-1)], np.nan)
 
 
+def _changes(nc1: np.ndarray, who: str) -> str:
+    """Relative change of the mean NC1 [seed, setting] when λ_who is doubled and zeroed: "-37% / +112%"."""
+    x2, x0 = ABLATIONS.index(f"WDx2 for {who}"), ABLATIONS.index(f"WD=0 for {who}")
+    base = np.nanmean(nc1[..., 0])
+    return f"{np.nanmean(nc1[..., x2]) / base - 1:+.0%} / {np.nanmean(nc1[..., x0]) / base - 1:+.0%}"
+
+
+def _paper_changes(loss: str, who: str) -> str:
+    """The same relative changes in Tirer et al.'s Table 1 (MNIST, 3K per class, the loss given)."""
+    return _changes(np.array(TIRER_TABLE1[f"MNIST, {loss.upper()}"]["NC1"]), who)
+
+
 def tirer_claims(lw: dict, ab: dict, ab_small: dict, bl: dict, losses: tuple[str, ...],
-                 blurred: tuple[int, ...]) -> list[Claim]:
+                 blurred: tuple[int, ...], scale: str | None = None) -> list[Claim]:
     """Every claim of Tirer et al. Sec. 6 and App. E (Figs. 2-6, Table 1) on cached results: the layer-wise run
     ``lw``, the weight-decay ablation ``ab`` and its smaller twin ``ab_small`` (fewer samples per class), the blur
-    run ``bl``; each checked seed by seed."""
+    run ``bl``; each checked seed by seed; with ``scale``, each claim names the quantities that govern it there
+    and in the paper (:func:`ncbook.scaling.governing_text`)."""
     claims = []
     nc1, gnc1 = lw["nc1_pinv"], lw["nc1_trace_ratio"]                       # [seed, hidden layers]
     claims.append(Claim("Fig. 2", "NC1 and gNC1 decrease as hidden layers are added and trained one at a time",
                         (nc1[:, -1] < nc1[:, 0]) & (gnc1[:, -1] < gnc1[:, 0]), "seeds",
                         f"NC1 with 1 and with {nc1.shape[1]} layers {_mean_sd(nc1[:, 0])} and {_mean_sd(nc1[:, -1])}; "
                         f"{(np.diff(gnc1, axis=1) < 0).mean():.0%} of added layers lower gNC1",
-                        separated(nc1[:, 0], nc1[:, -1]) and separated(gnc1[:, 0], gnc1[:, -1])))
+                        separated(nc1[:, 0], nc1[:, -1]) and separated(gnc1[:, 0], gnc1[:, -1]),
+                        "\"decrease in both NC1 and gNC1 as we add more hidden layers\" (CIFAR-10; read off Fig. 2)"))
     first = _first_zero_error_epoch(ab)                                     # [loss, seed, setting]
     claims.append(Claim("Sec. 6", "every setting reaches zero training error (the paper: at about epoch 40)",
                         ~np.isnan(first), "runs",
                         f"first epoch with zero error: {np.nanmin(first):.0f} to {np.nanmax(first):.0f}; final "
                         f"error at most {ab['train_error'][..., -1].max():.2%}" if (~np.isnan(first)).any() else
-                        f"final error {_mean_sd(ab['train_error'][..., -1])}"))
+                        f"final error {_mean_sd(ab['train_error'][..., -1])}",
+                        paper="\"we reach zero training error at the 40 epoch approximately\""))
     for result, label in ((ab, "Fig. 3, Table 1"), (ab_small, "Figs. 4-5")):
         verdicts = feature_decay_verdicts(result, losses)
-        for loss in losses:
+        for li, loss in enumerate(losses):
             holds = np.concatenate([v for (lo, _, _), v in verdicts.items() if lo == loss])
+            nc1 = final_at(result, "nc1_pinv", "deepest")[li]                  # [seed, setting]
+            dev = np.abs(nc1[:, 1:] / nc1[:, :1] - 1)                         # [seed, (x2 W, x2 H, 0 W, 0 H)]
             claims.append(Claim(f"{label}, {loss.upper()}", "changing the feature layers' weight decay (H) moves NC1 "
                                 "and NC2 further from the baseline than changing the last layer's (W)", holds,
                                 "comparisons (NC1/NC2 x doubling/zeroing x seeds)",
-                                "failing: " + (", ".join(f"{key} {kind} seed {s}" for (lo, key, kind), v in
-                                                         verdicts.items() if lo == loss for s in np.flatnonzero(~v))
-                                               or "none")))
+                                f"NC1 moves {_changes(nc1, 'H')} (H), {_changes(nc1, 'W')} (W); failing: "
+                                + (", ".join(f"{key} {kind} seed {s}" for (lo, key, kind), v in
+                                             verdicts.items() if lo == loss for s in np.flatnonzero(~v)) or "none"),
+                                separated(dev[:, 0], dev[:, 1]) and separated(dev[:, 2], dev[:, 3]),
+                                f"MNIST NC1 moves {_paper_changes(loss, 'H')} (H), {_paper_changes(loss, 'W')} (W)"))
     final = final_at(ab, "nc1_pinv", "deepest")                             # [loss, seed, setting]
-    h2, h0 = ABLATIONS.index("WDx2 for H"), ABLATIONS.index("WD=0 for H")
     for li, loss in enumerate(losses):
         f = final[li]
-        claims.append(Claim(f"Table 1, {loss.upper()}", "more feature weight decay, closer to collapse: NC1 with "
-                            "λ_H doubled < baseline < λ_H zeroed", (f[:, h2] < f[:, 0]) & (f[:, 0] < f[:, h0]), "seeds",
-                            f"NC1 doubled / baseline / zeroed: {_mean_sd(f[:, h2])} / {_mean_sd(f[:, 0])} / "
-                            f"{_mean_sd(f[:, h0])}", separated(f[:, h2], f[:, 0], f[:, h0])))
+        for who, name in (("H", "feature"), ("W", "last-layer")):
+            x2, x0 = ABLATIONS.index(f"WDx2 for {who}"), ABLATIONS.index(f"WD=0 for {who}")
+            claims.append(Claim(f"Table 1, {loss.upper()}", f"more {name} weight decay, closer to collapse: NC1 "
+                                f"with λ_{who} doubled < baseline < λ_{who} zeroed",
+                                (f[:, x2] < f[:, 0]) & (f[:, 0] < f[:, x0]), "seeds",
+                                f"NC1 doubled / baseline / zeroed: {_mean_sd(f[:, x2])} / {_mean_sd(f[:, 0])} / "
+                                f"{_mean_sd(f[:, x0])} ({_changes(f, who)})", separated(f[:, x2], f[:, 0], f[:, x0]),
+                                f"MNIST NC1 {_paper_changes(loss, who)} (Table 1)"))
     for result, label in ((ab, "Figs. 4-5 (c)"), (ab_small, "Figs. 4-5 (c), fewer per class")):
         for name, key in (("nc1_pinv", "NC1"), ("nc2_etf_distance", "NC2")):
             deep, mid = final_at(result, name, "deepest"), final_at(result, name, "intermediate")
             claims.append(Claim(label, f"{key} is larger in the intermediate features than in the deepest",
                                 (mid > deep).ravel(), "runs (loss x seed x setting)",
-                                f"{key} intermediate / deepest: {_mean_sd(mid / deep)}"))
+                                f"{key} intermediate / deepest: {_mean_sd(mid / deep)}",
+                                paper="larger in the intermediate features (Figs. 4c, 5c vs 4b, 5b; CE)"))
     per = bl["nc1_per_class"][:, :, -1, :]                                  # [setting, seed, class]
     others = [k for k in range(per.shape[-1]) if k not in blurred]
     mine = per[..., others].mean(-1)                                        # [setting, seed]
     claims.append(Claim("Fig. 6", "blurring two classes raises the other classes' per-class NC1",
                         (mine[1:] > mine[:1]).ravel(), "runs (seed x last-layer weight decay)",
                         f"other classes' NC1(k), clean {_mean_sd(mine[0])}, blurred {_mean_sd(mine[1:])}",
-                        separated(mine[0], mine[1:])))
+                        separated(mine[0], mine[1:]), "\"minor\" at λ_W = 5e-4; the blurred classes \"affect the "
+                        "per-class NC1 of other classes\" at 5e-5 and 0 (Fig. 6b-d)"))
     order = np.argsort(bl["weight_decays_last"])[::-1] + 1                  # settings from the largest λ_W down
     for name, label in (("nc1_per_class", "the other classes' per-class NC1"), ("nc1_pinv", "NC1"),
                         ("nc2_etf_distance", "NC2"), ("nc3_etf_distance", "NC3")):
@@ -274,8 +340,15 @@ def tirer_claims(lw: dict, ab: dict, ab_small: dict, bl: dict, losses: tuple[str
         holds = (np.diff(v[order], axis=0) > 0).all(axis=0)
         claims.append(Claim("Fig. 6", f"a smaller last-layer weight decay increases {label} on the blurred data",
                             holds, "seeds", "from the largest λ_W to 0: "
-                            + " / ".join(_mean_sd(v[s]) for s in order), separated(*(v[s] for s in order))))
-    return claims
+                            + " / ".join(_mean_sd(v[s]) for s in order), separated(*(v[s] for s in order)),
+                            "\"small WD in the last layer ... increases also the other NC metrics\" (Fig. 6)"))
+    if scale is None:
+        return claims
+    ablation, small = (governing_text("tirer_wd_ablation", scale, paper={"dataset": "mnist", "per_class": p}, **o)
+                       for o, p in (({}, 5000), ({"per_class": 300}, 3000)))      # MNIST: Figs. 5 and 4
+    by_where = {"Fig. 2": governing_text("tirer_layerwise", scale), "Fig. 6": governing_text("tirer_blur", scale),
+                "Figs. 4-5": small, "Figs. 4-5 (c), fewer per class": small}
+    return [replace(c, governing=by_where.get(c.where.split(", MSE")[0].split(", CE")[0], ablation)) for c in claims]
 
 
 def _pairs_improve(v: np.ndarray, worse: bool = False) -> np.ndarray:
@@ -299,24 +372,39 @@ def _deep_head_claims(r: dict, where: str, shown: str) -> list[Claim]:
     fall = nc1[:, 0, n - 2] / nc1[:, -1, n - 2]
     return [
         Claim(where, "the network fits its training data (zero training error)", err == 0, "seeds",
-              f"final training error per seed: {', '.join(f'{e:.2%}' for e in err)}"),
+              f"final training error per seed: {', '.join(f'{e:.2%}' for e in err)}",
+              paper="implied (the collapse is of an interpolating network); no error printed"),
         Claim(where, "collapse is reached: NC1 at the classifier's input falls at least a hundredfold in training",
-              fall >= 100, "seeds", f"NC1 there falls {', '.join(f'{f:.3g}' for f in fall)}-fold"),
+              fall >= 100, "seeds", f"NC1 there falls {', '.join(f'{f:.3g}' for f in fall)}-fold",
+              paper="\"the collapse is reached throughout the training\" (NC1 curves; no value printed)"),
         Claim(where, "NC2 improves progressively with each layer of the linear head",
               (np.diff(nc2[:, -1, head], axis=1) < 0).all(axis=1), "seeds",
               "NC2 from the head's input to the classifier's input: "
-              + "; ".join(" → ".join(f"{x:.3g}" for x in row) for row in nc2[:, -1, head])),
+              + "; ".join(" → ".join(f"{x:.3g}" for x in row) for row in nc2[:, -1, head]),
+              paper="\"the NC2 metric improves progressively with each layer of the linear head\""),
         Claim(where, "the linear layers end far more balanced than the non-linear ones (5 times at least)",
               np.nanmax(bal[:, -1, linear_pairs], axis=1) < np.nanmin(bal[:, -1, relus], axis=1) / 5, "seeds",
               f"balancedness, linear pairs {_mean_sd(bal[:, -1, linear_pairs])}, ReLU pairs "
-              f"{_mean_sd(bal[:, -1, relus])}"),
+              f"{_mean_sd(bal[:, -1, relus])}", paper="linear pairs plateau \"at a rather small value\", ReLU pairs \"at a "
+              "significantly larger value\" (no value printed)"),
         Claim(where, "after the learning-rate drop the linear layers' balancedness decreases again (by 5% at least)",
               lin_end < 0.95 * lin_drop, "seeds",
-              f"mean over the linear pairs at the drop {_mean_sd(lin_drop)}, at the end {_mean_sd(lin_end)}"),
+              f"mean over the linear pairs at the drop {_mean_sd(lin_drop)}, at the end {_mean_sd(lin_end)}",
+              paper="\"again it exponentially decreases at a smaller rate after reducing the learning rate\""),
     ]
 
 
-def jacot_claims(mlp: dict, fig1: dict, hd: dict, rh: dict, nd: dict, nd_cfg) -> list[Claim]:
+FIG3_PAPER = {
+    ("balancedness", "min"): "\"Balancedness clearly improves with depth ... in the most balanced layer\"",
+    ("balancedness", "mean"): "\"Balancedness clearly improves with depth, both on average per layer\"",
+    ("negativity", "min"): "\"the non-negativity of the layer that least uses the ReLU clearly decreases\"",
+    ("negativity", "mean"): "\"a decrease in the mean negativity is also reported (although less pronounced)\"",
+}
+"""What Jacot et al. Sec. 6 says of each Fig. 3 curve (the paper prints no values)."""
+
+
+def jacot_claims(mlp: dict, fig1: dict, hd: dict, rh: dict, nd: dict, nd_cfg, scale: str | None = None
+                 ) -> list[Claim]:
     """Every claim of Jacot et al. Sec. 6 and App. A (Figs. 1-5) on cached results (the results of ``jacot_mlp``,
     ``jacot_resnet_fig1``, ``jacot_head_depth``, ``jacot_resnet_head``, ``jacot_nonlinear_depth``, and the last
     one's configuration), each checked on every run: seeds, weight decays, depths and learning rates."""
@@ -331,16 +419,20 @@ def jacot_claims(mlp: dict, fig1: dict, hd: dict, rh: dict, nd: dict, nd_cfg) ->
         claims.append(Claim(where, "NC2 of the head's last layer improves with every added linear layer",
                             _pairs_improve(nc2["last"]), "(seed, weight decay, added layer) runs",
                             f"{fit:.0%} of the runs fit the data; NC2 there by depth, mean over runs: "
-                            + " → ".join(f"{x:.3g}" for x in nc2["last"].mean(axis=(1, 2)))))
+                            + " → ".join(f"{x:.3g}" for x in nc2["last"].mean(axis=(1, 2))),
+                            paper="\"NC2 significantly improves in the last layer as the depth of the linear head "
+                            "increases\""))
         if r is hd:
             claims.append(Claim(where, "NC2 of the head's input layer gets slightly worse with every added layer",
                                 _pairs_improve(nc2["first"], worse=True), "(seed, weight decay, added layer) runs",
                                 "by depth, mean over runs: " + " → ".join(f"{x:.3g}" for x in
-                                                                        nc2["first"].mean(axis=(1, 2)))))
+                                                                        nc2["first"].mean(axis=(1, 2))),
+                                paper="\"it gets slightly worse in the input layer to the linear head\""))
             spread = np.nanmax(nc1, axis=0) / np.nanmin(nc1, axis=0)              # [seed, weight decay]
             claims.append(Claim(where, "NC1 does not depend strongly on the head's depth (within a factor 10)",
                                 (spread < 10).ravel(), "(seed, weight decay) runs",
-                                f"largest / smallest NC1 of the last layer over depths: {_mean_sd(spread)}"))
+                                f"largest / smallest NC1 of the last layer over depths: {_mean_sd(spread)}",
+                                paper="\"The NC1 does not have a strong dependence with the number of layers\""))
     for name, label in (("balancedness", "balancedness"), ("negativity", "negativity")):
         s = nonlinear_layer_summary(nd, name, nd_cfg.backbone)                 # [depth, lr, seed]
         for kind in ("min", "mean"):
@@ -348,5 +440,9 @@ def jacot_claims(mlp: dict, fig1: dict, hd: dict, rh: dict, nd: dict, nd_cfg) ->
                                 "network than in the shallowest", (s[kind][-1] < s[kind][0]).ravel(),
                                 "(learning rate, seed) runs",
                                 f"depth {nd_cfg.depths[0]} {_mean_sd(s[kind][0])}, depth {nd_cfg.depths[-1]} "
-                                f"{_mean_sd(s[kind][-1])}", separated(s[kind][0], s[kind][-1])))
-    return claims
+                                f"{_mean_sd(s[kind][-1])}", separated(s[kind][0], s[kind][-1]), FIG3_PAPER[(name, kind)]))
+    if scale is None:
+        return claims
+    by_where = {"Fig. 4, MLP": "jacot_mlp", "Fig. 1, ResNet": "jacot_resnet_fig1", "Fig. 2, MLP": "jacot_head_depth",
+                "Fig. 2 right / 5, ResNet": "jacot_resnet_head", "Fig. 3": "jacot_nonlinear_depth"}
+    return [replace(c, governing=governing_text(by_where[c.where], scale)) for c in claims]
