@@ -385,8 +385,9 @@ def _deep_head_claims(r: dict, where: str, shown: str) -> list[Claim]:
         Claim(where, "the linear layers end far more balanced than the non-linear ones (5 times at least)",
               np.nanmax(bal[:, -1, linear_pairs], axis=1) < np.nanmin(bal[:, -1, relus], axis=1) / 5, "seeds",
               f"balancedness, linear pairs {_mean_sd(bal[:, -1, linear_pairs])}, ReLU pairs "
-              f"{_mean_sd(bal[:, -1, relus])}", paper="linear pairs plateau \"at a rather small value\", ReLU pairs \"at a "
-              "significantly larger value\" (no value printed)"),
+              f"{_mean_sd(bal[:, -1, relus])}",
+              paper="linear pairs plateau \"at a rather small value\", ReLU pairs \"at a significantly larger "
+              "value\" (no value printed)"),
         Claim(where, "after the learning-rate drop the linear layers' balancedness decreases again (by 5% at least)",
               lin_end < 0.95 * lin_drop, "seeds",
               f"mean over the linear pairs at the drop {_mean_sd(lin_drop)}, at the end {_mean_sd(lin_end)}",
@@ -440,7 +441,8 @@ def jacot_claims(mlp: dict, fig1: dict, hd: dict, rh: dict, nd: dict, nd_cfg, sc
                                 "network than in the shallowest", (s[kind][-1] < s[kind][0]).ravel(),
                                 "(learning rate, seed) runs",
                                 f"depth {nd_cfg.depths[0]} {_mean_sd(s[kind][0])}, depth {nd_cfg.depths[-1]} "
-                                f"{_mean_sd(s[kind][-1])}", separated(s[kind][0], s[kind][-1]), FIG3_PAPER[(name, kind)]))
+                                f"{_mean_sd(s[kind][-1])}", separated(s[kind][0], s[kind][-1]),
+                                FIG3_PAPER[(name, kind)]))
     if scale is None:
         return claims
     by_where = {"Fig. 4, MLP": "jacot_mlp", "Fig. 1, ResNet": "jacot_resnet_fig1", "Fig. 2, MLP": "jacot_head_depth",
