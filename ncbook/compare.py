@@ -11,8 +11,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .registry import get_experiment
 from .reproduce import ABLATIONS
-from .scaling import governing_text
+from .scaling import decay_time_at, decay_times, governing_text, num_steps
 from .train import PER_LAYER_METRICS, History
 
 # reading the results: the quantities the papers' claims are about
@@ -448,3 +449,72 @@ def jacot_claims(mlp: dict, fig1: dict, hd: dict, rh: dict, nd: dict, nd_cfg, sc
     by_where = {"Fig. 4, MLP": "jacot_mlp", "Fig. 1, ResNet": "jacot_resnet_fig1", "Fig. 2, MLP": "jacot_head_depth",
                 "Fig. 2 right / 5, ResNet": "jacot_resnet_head", "Fig. 3": "jacot_nonlinear_depth"}
     return [replace(c, governing=governing_text(by_where[c.where], scale)) for c in claims]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# each claim's metric against the quantity that governs it (ncbook.scaling), the paper's value marked
+
+
+@dataclass(frozen=True)
+class Curves:
+    """One panel: ``lines`` of (label, λt per record, values [seed, record]) and the paper's λt per label."""
+
+    title: str
+    ylabel: str
+    lines: list[tuple[str, np.ndarray, np.ndarray]]
+    paper: dict[str, float]
+    guide: bool = False                       # draw exp(-2 λt) through the first line's start (Jacot Sec. 4.2)
+
+
+def _paper_decay_time(name: str, **overrides) -> float:
+    exp = get_experiment(name)
+    return float(decay_times(replace(exp.config("paper"), **overrides)).max())
+
+
+def jacot_decay_curves(mlp: dict, fig1: dict, nd: dict, scale: str) -> list[Curves]:
+    """Jacot et al. Figs. 1, 4 (linear layers' balancedness, NC1 at the classifier's input) and Fig. 3 (the most
+    balanced non-linear layer) against λt over training, at ``scale``, with the paper's λt."""
+    runs = []
+    for r, name, label in ((mlp, "jacot_mlp", "Fig. 4 (MLP)"), (fig1, "jacot_resnet_fig1", "Fig. 1 (ResNet)")):
+        cfg = get_experiment(name).config(scale)
+        one = {k: (v[0, :, 0] if name == "jacot_resnet_fig1" and np.ndim(v) > 2 else
+                   v[:, 0] if np.ndim(v) > 2 else v) for k, v in r.items()}
+        names = one["layer_names"][0] if one["layer_names"].ndim == 2 else one["layer_names"]
+        one["layer_names"] = names
+        lam_t = decay_time_at(one["steps"], cfg, float(r["weight_decays"][0]))
+        runs.append((label, lam_t, one, _paper_decay_time(name)))
+    bal = [(label, t, np.nanmean(o["balancedness"][..., layers_of(o, "linear")], axis=-1)) for label, t, o, _ in runs]
+    nc1 = [(label, t, o["nc1_pinv"][..., layer_index(o, "deepest")]) for label, t, o, _ in runs]
+    paper = {label: p for label, _, _, p in runs}
+    cfg = get_experiment("jacot_nonlinear_depth").config(scale)
+    fig3, paper3 = [], {}
+    for d in (0, len(cfg.depths) - 1):
+        L = cfg.depths[d] + cfg.num_linear
+        v = nd["balancedness"][d][-1][..., layers_of(nd, "hidden", d)[cfg.backbone:]]      # largest lr: [seed, rec, l]
+        label = f"depth {cfg.depths[d]}"
+        fig3.append((label, decay_time_at(nd["steps"], cfg, cfg.weight_decay_total / L, cfg.lrs[-1]),
+                     np.nanmin(v, axis=-1)))
+        paper_cfg = get_experiment("jacot_nonlinear_depth").config("paper")
+        paper3[label] = float(decay_time_at(np.array([num_steps(paper_cfg)]), paper_cfg,
+                                            paper_cfg.weight_decay_total / L, paper_cfg.lrs[-1])[0])
+    return [Curves("linear layers' balancedness", "balancedness", bal, paper, guide=True),
+            Curves("NC1 at the classifier's input", "NC1", nc1, paper),
+            Curves(f"Fig. 3: most balanced ReLU layer (lr {cfg.lrs[-1]:g})", "min balancedness", fig3, paper3)]
+
+
+def tirer_decay_curves(ab: dict, bl: dict, blurred: tuple[int, ...], scale: str) -> list[Curves]:
+    """Tirer et al. Table 1 / Figs. 3-5 (NC1 of the deepest features per weight-decay setting, MSE and CE) and
+    Fig. 6 (the other classes' per-class NC1 per λ_W) against the baseline's λt, at ``scale``, with the paper's."""
+    cfg, bcfg = get_experiment("tirer_wd_ablation").config(scale), get_experiment("tirer_blur").config(scale)
+    t = decay_time_at(ab["steps"], cfg, cfg.weight_decay)
+    paper = {"MNIST 5K per class": _paper_decay_time("tirer_wd_ablation", dataset="mnist", per_class=5000)}
+    nc1 = ab["nc1_pinv"][..., layer_index(ab, "deepest")]                  # [loss, seed, setting, record]
+    out = [Curves(f"Table 1, {loss.upper()}: NC1 of the deepest features", "NC1",
+                  [(setting, t, nc1[li, :, si]) for si, setting in enumerate(ABLATIONS)], paper)
+           for li, loss in enumerate(cfg.losses)]
+    per = bl["nc1_per_class"][..., [k for k in range(bl["nc1_per_class"].shape[-1]) if k not in blurred]].mean(-1)
+    lines = [("clean", per[0])] + [(f"blurred, λ_W {w:g}", per[i + 1]) for i, w in enumerate(bl["weight_decays_last"])]
+    tb = decay_time_at(bl["steps"], bcfg, bcfg.weight_decay)
+    out.append(Curves("Fig. 6: the other classes' per-class NC1", "NC1 per class",
+                      [(label, tb, v) for label, v in lines], {"MNIST 3K per class": _paper_decay_time("tirer_blur")}))
+    return out

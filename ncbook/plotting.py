@@ -576,3 +576,31 @@ def plot_beta(p, betas: list[float], ratios: np.ndarray, beta: float) -> Figure:
     b.legend()
     fig.tight_layout()
     return fig
+
+
+def plot_decay_curves(panels_: list, ylog: bool = True) -> Figure:
+    """Each claim's metric against λt over training (:func:`ncbook.compare.jacot_decay_curves`,
+    :func:`~ncbook.compare.tirer_decay_curves`): the median over seeds as a line, the seeds' range shaded, the
+    paper's λt as a dashed vertical line per label; where asked, the exp(-2 λt) decay of Jacot et al. Sec. 4.2."""
+    fig, axes = panels(len(panels_), row_height=2.9)
+    for ax, p in zip(axes, panels_):
+        colors = layer_colors(len(p.lines))
+        for (label, t, v), color in zip(p.lines, colors):
+            ok = np.isfinite(v).all(axis=0)
+            ax.plot(t[ok], np.nanmedian(v, axis=0)[ok], color=color, label=label)
+            ax.fill_between(t[ok], np.nanmin(v, axis=0)[ok], np.nanmax(v, axis=0)[ok], color=color, alpha=0.2)
+            if label in p.paper:
+                ax.axvline(p.paper[label], color=color, ls="--", lw=1)
+        for label, x in p.paper.items():
+            if label not in [line[0] for line in p.lines]:
+                ax.axvline(x, color="k", ls="--", lw=1, label=f"paper: {label}")
+        if p.guide:
+            _, t, v = p.lines[0]
+            grid = np.linspace(0, max(t.max(), *p.paper.values()), 50)
+            ax.plot(grid, np.nanmean(v[:, 0]) * np.exp(-2 * grid), "k:", label="exp(-2λt)")
+        if ylog:
+            ax.set_yscale("log")
+        ax.set(xlabel="λt (dashed: the paper's at the end)", ylabel=p.ylabel, title=p.title)
+        ax.legend(fontsize=MIN_FONT_PT, loc="best")
+    fig.tight_layout()
+    return fig

@@ -48,6 +48,16 @@ def lr_sum(steps: int, lr: float, lr_drops: tuple[float, ...] = (), factor: floa
     return lr * sum((b - a) * factor ** i for i, (a, b) in enumerate(zip(edges, edges[1:])))
 
 
+def decay_time_at(steps: np.ndarray, cfg, weight_decay: float, lr: float | None = None) -> np.ndarray:
+    """λt after each of ``steps`` of a run of ``cfg`` (its schedule over :func:`num_steps`) at ``weight_decay``
+    (and ``lr``, default the configuration's): the clock a result's records are read against."""
+    total, lr = num_steps(cfg), cfg.lr if lr is None else lr
+    edges = sorted(round(f * total) for f in getattr(cfg, "lr_drops", ()))
+    k = np.asarray(steps, dtype=float)
+    done = sum(0.1 ** i * (np.clip(k, a, b) - a) for i, (a, b) in enumerate(zip([0, *edges], [*edges, np.inf])))
+    return weight_decay * lr * done / (1 - getattr(cfg, "momentum", 0.0))
+
+
 def _weight_decays(cfg) -> list[float]:
     if hasattr(cfg, "weight_decay_total"):                       # Jacot Fig. 3: 0.016 / L for every depth
         return [cfg.weight_decay_total / (d + cfg.num_linear) for d in cfg.depths]
