@@ -95,7 +95,8 @@ class Governing:
     def __str__(self) -> str:
         fmt = (lambda v: f"{v:,.0f}") if self.name == "per class" else (lambda v: f"{v:.2g}")   # noqa: E731
         span = lambda r: fmt(r[0]) if math.isclose(*r) else f"{fmt(r[0])}-{fmt(r[1])}"    # noqa: E731
-        verdict = "matched" if self.matched else f"paper x{self.ratio:.2g}"
+        times = f"{self.ratio:.2g}" if self.ratio < 100 else f"{self.ratio:.0f}"
+        verdict = "matched" if self.matched else f"paper x{times}"
         return f"{self.name} {span(self.scale)} ({span(self.paper)}; {verdict})"
 
 

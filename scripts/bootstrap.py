@@ -43,6 +43,33 @@ elif importlib.util.find_spec("ncbook") is None:
     sys.path.insert(0, home)'''
 
 
+NOTE = """:::{{admonition}} Run this chapter yourself
+:class: tip
+:name: run-{stem}
+
+This page is a Jupyter notebook that needs the book's package, `ncbook`, and its cached results. To run it,
+clone the book's repository{where}, run `make install` in the clone, then `make lab` and open
+`book/{stem}.ipynb`.{online} A notebook downloaded on its own stops in its first cell with this instruction.
+:::"""
+"""What every chapter's first markdown cell ends with: how to run the notebook (a downloaded one included)."""
+
+_NOTE = re.compile(r":::\{admonition\} Run this chapter yourself\n.*?\n:::", re.S)
+
+
+def note_source(url: str, stem: str) -> str:
+    """The how-to-run note of chapter ``stem`` for a repository URL ("" while the book has none)."""
+    where = f" (`git clone {url}`)" if url else ""
+    online = " Or open it in Colab or Binder (the launch buttons above): its first cell installs ncbook." if url else ""
+    return NOTE.format(stem=stem, where=where, online=online)
+
+
+def with_note(markdown: str, note: str) -> str:
+    """A first markdown cell's text with the how-to-run note at its end (replacing an older one)."""
+    if _NOTE.search(markdown):
+        return _NOTE.sub(lambda _: note, markdown, count=1)
+    return markdown.rstrip("\n") + "\n\n" + note
+
+
 def repository(config: Path = ROOT / "_config.yml") -> tuple[str, str]:
     """The public repository's URL ("" while the book has none) and the branch or tag the book is read at."""
     repo = yaml.safe_load(config.read_text()).get("repository") or {}
@@ -57,8 +84,14 @@ def cell_source(url: str, branch: str) -> str:
 _MD_CELL = re.compile(r"```\{code-cell\} ipython3\n:tags: \[remove-cell, bootstrap\]\n\n.*?\n```\n\n", re.S)
 
 
-def with_cell_md(text: str, source: str) -> str:
-    """A chapter's MyST source with its bootstrap cell set to ``source`` (inserted before the first code cell)."""
+def with_cell_md(text: str, source: str, note: str | None = None) -> str:
+    """A chapter's MyST source with its bootstrap cell set to ``source`` (inserted before the first code cell)
+    and, with ``note``, the first markdown cell ending with it."""
+    if note is not None:
+        first = text.index("```{code-cell}")
+        head = text[:first].rstrip("\n")
+        start = head.index("\n---\n", 4) + 5 if head.startswith("---\n") else 0      # after the front matter
+        text = head[:start] + with_note(head[start:], note) + "\n\n" + text[first:]
     cell = f"```{{code-cell}} ipython3\n:tags: [{', '.join(TAGS)}]\n\n{source}\n```\n\n"
     if _MD_CELL.search(text):
         return _MD_CELL.sub(lambda _: cell, text, count=1)
@@ -66,9 +99,13 @@ def with_cell_md(text: str, source: str) -> str:
     return text[:first] + cell + text[first:]
 
 
-def with_cell_ipynb(nb: dict, source: str) -> dict:
-    """A chapter's notebook (JSON) with its bootstrap cell set to ``source`` (inserted before the first code cell)."""
+def with_cell_ipynb(nb: dict, source: str, note: str | None = None) -> dict:
+    """A chapter's notebook (JSON) with its bootstrap cell set to ``source`` (inserted before the first code cell)
+    and, with ``note``, its first markdown cell ending with it."""
     cells = nb["cells"]
+    if note is not None:
+        md = next(c for c in cells if c["cell_type"] == "markdown")
+        md["source"] = with_note("".join(md["source"]), note).splitlines(keepends=True)
     for cell in cells:
         if cell["cell_type"] == "code" and "bootstrap" in cell.get("metadata", {}).get("tags", []):
             cell["source"] = source.splitlines(keepends=True)
@@ -84,20 +121,23 @@ def chapters() -> list[Path]:
 
 
 def main(check: bool) -> int:
-    source = cell_source(*repository())
+    url, branch = repository()
+    source = cell_source(url, branch)
     stale = []
     for md in chapters():
         ipynb = md.with_suffix(".ipynb")
         text, nb = md.read_text(), json.loads(ipynb.read_text())
-        new_text = with_cell_md(text, source)
-        new_nb = with_cell_ipynb(copy.deepcopy(nb), source)
+        note = note_source(url, md.stem)
+        new_text = with_cell_md(text, source, note)
+        new_nb = with_cell_ipynb(copy.deepcopy(nb), source, note)
         if new_text != text or new_nb != nb:
             stale.append(md.name)
             if not check:
                 md.write_text(new_text)
                 ipynb.write_text(json.dumps(new_nb, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
     if check and stale:
-        print(f"the bootstrap cell of {', '.join(stale)} does not match _config.yml's repository setting: "
+        print(f"the bootstrap cell or how-to-run note of {', '.join(stale)} does not match _config.yml's "
+              "repository setting: "
               "run `python scripts/bootstrap.py`")
         return 1
     print(f"bootstrap cell {'checked' if check else 'written'}: {len(chapters())} chapters"

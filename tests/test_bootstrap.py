@@ -130,3 +130,20 @@ def test_binder_builds_the_repository_environment():
     assert os.access(binder / "postBuild", os.X_OK) and "scripts/jupyterlab_overrides.json" in post
     assert (ROOT / "scripts" / "jupyterlab_overrides.json").exists()
     assert "-e ." in (ROOT / "requirements.txt").read_text()
+
+
+def test_a_downloaded_notebook_says_in_its_first_markdown_cell_how_to_run_it():
+    """Every chapter's .ipynb opens (first markdown cell) with the how-to-run note: clone, `make install`, the
+    notebook's own path; with a URL in the config it names the clone command and the launch buttons; writing the
+    note twice leaves one; the first cell's error names the command too."""
+    url, _ = bootstrap.repository()
+    for md in CHAPTERS:
+        nb = json.loads(md.with_suffix(".ipynb").read_text())
+        first = "".join(next(c for c in nb["cells"] if c["cell_type"] == "markdown")["source"])
+        assert first.startswith(("(", "#")) and bootstrap.note_source(url, md.stem) in first, md.name
+        assert "make install" in first and f"book/{md.stem}.ipynb" in first
+    note = bootstrap.note_source("https://example.org/r.git", "ch01_metrics")
+    assert "`git clone https://example.org/r.git`" in note and "Colab or Binder" in note
+    text = bootstrap.with_cell_md(CHAPTERS[0].read_text(), bootstrap.cell_source("", "main"), note)
+    assert text.count("Run this chapter yourself") == 1 and note in text
+    assert "`make install`" in bootstrap.TEMPLATE
