@@ -23,7 +23,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 
 from tqdm.auto import tqdm
 
-from . import cache, cost
+from . import cache, cost, scaling
 from .registry import EXPERIMENTS, SCALES, conform, get_experiment
 from .runner import (
     Run,
@@ -103,6 +103,9 @@ def cmd_list(args) -> int:
             print(f"{name}: {exp.description}")
             for scale, note in exp.notes.items():
                 print(f"  [{scale}] {note}")
+            if "paper" in exp.scales:                  # what governs its claims, each scale against the paper's
+                for scale in (s for s in exp.scales if s not in ("tiny", "paper")):
+                    print(f"  [{scale} vs paper] {scaling.governing_text(name, scale)}")
         return 0
     shipped, device = shipped_cost(), resolve_device(args.device)
     rows = [("experiment", "scale", "status", "wall time", "size", "FLOPs", f"est. {device}", "description")]

@@ -25,9 +25,10 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")        # before torch is imported: children are forked from here
 os.environ.setdefault("TQDM_DISABLE", "1")
 ROOT = Path(__file__).resolve().parents[1]
-TESTS = ["tests/test_bounds.py", "tests/test_ufm.py", "tests/test_metrics.py", "tests/test_stability.py"]
+TESTS = ["tests/test_bounds.py", "tests/test_ufm.py", "tests/test_metrics.py", "tests/test_stability.py",
+         "tests/test_scaling.py"]
 HOME = {"metrics": "tests/test_metrics.py", "ufm": "tests/test_ufm.py", "bounds": "tests/test_bounds.py",
-        "stability": "tests/test_stability.py"}
+        "stability": "tests/test_stability.py", "scaling": "tests/test_scaling.py"}
 SMALL = 1 + 1e-3
 
 # (module, function, kind): "value" (a formula), "upper" or "lower" (a bound of the papers, or of the book)
@@ -104,6 +105,10 @@ TARGETS: list[tuple[str, str, str]] = [
     ("metrics", "simplex_etf_gram", "value"),
     # the loss of Section 4
     ("stability", "regularised_loss", "value"),
+    # what governs Part IV's claims
+    ("scaling", "lr_sum", "value"),
+    ("scaling", "decay_times", "value"),
+    ("scaling", "decay_time_at", "value"),
 ]
 
 
