@@ -238,12 +238,16 @@ class ClaimsTable:
 
     def _repr_html_(self) -> str:
         e = html.escape
-        head = "".join(f"<th>{h}</th>" for h in ("claim", "paper", "ours (mean ± SD over seeds)",
-                                                   "governing, ours (paper)", "verdict"))
-        rows = "".join(
-            f"<tr><td><b>{e(c.where)}</b>: {e(c.claim)}</td><td>{e(c.paper)}</td><td>{e(c.numbers)}</td>"
-            f"<td>{e(c.governing)}</td><td class='verdict-{c.verdict.replace(' ', '-')}'><b>{e(c.verdict)}</b>"
-            f"<br>{e(c.count)}</td></tr>" for c in self.claims)
+        heads = ("claim", "paper", "ours (mean ± SD over seeds)", "governing, ours (paper)", "verdict")
+        head = "".join(f"<th>{h}</th>" for h in heads)
+        rows = ""
+        for c in self.claims:
+            cells = (f"<b>{e(c.where)}</b>: {e(c.claim)}", e(c.paper), e(c.numbers), e(c.governing),
+                     f"<b>{e(c.verdict)}</b><br>{e(c.count)}")
+            verdict = c.verdict.replace(" ", "-")
+            rows += "<tr>" + "".join(
+                f"<td data-label='{h}'" + (f" class='verdict-{verdict}'" if h == "verdict" else "") + f">{x}</td>"
+                for h, x in zip(heads, cells)) + "</tr>"
         caption = e((self.title + ": " if self.title else "") + verdict_counts(self.claims))
         return (f"<table class='ncbook-claims'><caption>{caption}</caption><thead><tr>{head}</tr></thead>"
                 f"<tbody>{rows}</tbody></table>")
