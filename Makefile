@@ -88,6 +88,7 @@ pairing:
 
 lint:
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/python scripts/format_chapters.py --check
 
 build-strict:
 	rm -rf _build/strict

@@ -158,8 +158,14 @@ def nonlinear_layer_summary(result: dict[str, np.ndarray], name: str, backbone: 
 # claims tables: every claim of a paper's figures and text, checked on every run
 
 
-WRAP = 80
-"""Width of a printed claims table: a page's code output shows about 80 characters without scrolling."""
+WRAP = 88
+"""Characters of code and printed text a chapter's code column shows at 1280 px without scrolling (the code font is
+set for it in book/_ext/static/ncbook.css); scripts/format_chapters.py formats the chapters' code to it."""
+
+
+def wrapped(text: str, indent: str = "    ") -> str:
+    """``text`` in lines of at most :data:`WRAP` characters, later lines indented: how a chapter prints prose."""
+    return textwrap.fill(text, WRAP, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
 
 
 MARGIN = 2.0

@@ -1,12 +1,16 @@
-"""The book's sources: the Results index lists every numbered statement, and every figure of a chapter is numbered,
-captioned and described (what the rendered page shows is checked in test_browser.py)."""
+"""The book's sources: the Results index lists every numbered statement, every figure of a chapter is numbered,
+captioned and described, and every line of code and printed text a page shows fits its code column (what the
+rendered page shows is checked in test_browser.py)."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
+
+from ncbook.compare import WRAP
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 CHAPTERS = sorted(BOOK.glob("ch*.md"))
@@ -32,6 +36,48 @@ def test_every_figure_cell_has_a_number_a_caption_and_alt_text(md: Path):
         assert "alt:" in cell or 'alt="' in cell, f"{md.stem}: a figure without alt text"
         name = re.search(r"name: (fig-[\w-]+)", cell).group(1)
         assert f"{{numref}}`{name}`" in text, f"{md.stem}: the text never refers to {name} by number"
+
+
+def shown_lines(notebook: dict) -> list[tuple[int, str, str]]:
+    """(cell, "code" or "output", line) of every line of code and printed text a chapter's page shows: code not
+    tagged remove-cell/remove-input, stream and plain-text outputs not tagged remove-output (HTML and images aside)."""
+    out = []
+    for i, cell in enumerate(notebook["cells"]):
+        tags = cell.get("metadata", {}).get("tags", [])
+        if cell["cell_type"] != "code" or "remove-cell" in tags:
+            continue
+        if "remove-input" not in tags:
+            out += [(i, "code", line) for line in "".join(cell["source"]).splitlines()]
+        if "remove-output" in tags:
+            continue
+        for o in cell.get("outputs", []):
+            data = o.get("data", {})
+            if o.get("output_type") == "stream":
+                text = o["text"]
+            elif "text/plain" in data and not any(k.startswith(("text/html", "image/")) for k in data):
+                text = data["text/plain"]
+            else:
+                continue
+            out += [(i, "output", line) for line in "".join(text).splitlines()]
+    return out
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_every_line_of_code_and_output_fits_the_code_column(md: Path):
+    notebook = json.loads(md.with_suffix(".ipynb").read_text())
+    wide = [f"cell {i} {kind}: {len(line)} characters: {line.strip()[:50]}"
+            for i, kind, line in shown_lines(notebook) if len(line) > WRAP]
+    assert not wide, (f"{md.stem}: {len(wide)} lines wider than the {WRAP} characters the page's code column shows "
+                      f"(run scripts/format_chapters.py; print tables narrower): {wide[:3]}")
+
+
+def test_a_wide_line_fails_the_width_check():
+    notebook = {"cells": [{"cell_type": "code", "metadata": {}, "source": ["x = 1\n", "y" * (WRAP + 1)],
+                           "outputs": [{"output_type": "stream", "name": "stdout", "text": ["z" * (WRAP + 1)]}]},
+                          {"cell_type": "code", "metadata": {"tags": ["remove-cell"]}, "source": ["w" * 200],
+                           "outputs": []}]}
+    wide = [(i, kind) for i, kind, line in shown_lines(notebook) if len(line) > WRAP]
+    assert wide == [(0, "code"), (0, "output")]
 
 
 @pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
