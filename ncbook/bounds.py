@@ -92,11 +92,14 @@ def psi(eps1: float, eps2: float, r: float, s_K_Y: float, n_last: int) -> float:
 
 
 def nc1_bound(eps1, eps2, r, s_K_Y, n_last, N, K) -> float:
-    """Right-hand side of (2): (r^2/N) Psi^2 / (sqrt((K-1)/K) - 2 eps1/sqrt(N))^2 (inf outside its conditions)."""
-    if eps1 > min(s_K_Y, math.sqrt((K - 1) * N / (4 * K))):
+    """Right-hand side of (2): (r^2/N) Psi^2 / (sqrt((K-1)/K) - 2 eps1/sqrt(N))^2 (inf outside its conditions, and
+    at eps1 = sqrt((K-1)N/(4K)), where the bracket is 0 up to rounding)."""
+    top = math.sqrt((K - 1) / K)
+    bracket = top - 2 * eps1 / math.sqrt(N)
+    if eps1 > s_K_Y or bracket <= 1e-12 * top:
         return math.inf
     p = psi(eps1, eps2, r, s_K_Y, n_last)
-    return r ** 2 / N * p ** 2 / (math.sqrt((K - 1) / K) - 2 * eps1 / math.sqrt(N)) ** 2
+    return r ** 2 / N * p ** 2 / bracket ** 2
 
 
 def kappa_bound(c3: float, eps1, eps2, r, s_K_Y, L2: int, scale: float) -> float:

@@ -242,6 +242,16 @@ def test_thm_4_4_needs_eps1_within_thm_3_1s_range_over_sqrt_2():
     assert (1 - math.sqrt(2)) * math.sqrt(3 / 4) == pytest.approx(-0.359, abs=5e-4)
 
 
+def test_nc1_bound_is_infinite_at_the_edge_of_its_range_not_an_error():
+    """At eps1 = sqrt((K-1)N/(4K)), allowed by Thm 3.1, the bracket of (2) is 0: the bound is 1/0, infinite. Computed
+    in floating point the bracket is 0 (K = 4, N = 16: a ZeroDivisionError before) or a rounding residue (K = 2,
+    N = 8: 1e29 before), so nc1_bound must call both infinite; just inside the range it is finite."""
+    for K, N in ((4, 16), (5, 20), (2, 8), (10, 5000)):
+        top = math.sqrt((K - 1) * N / (4 * K))
+        assert math.isinf(bounds.nc1_bound(top, 0.0, 1.0, 10 * top, 10, N, K))
+        assert math.isfinite(bounds.nc1_bound(top * (1 - 1e-6), 0.0, 1.0, 10 * top, 10, N, K))
+
+
 def test_features_after_relu_layers_are_bounded_by_frobenius_norms_times_op_norm_of_X():
     """The step of Thm 4.4 (and Prop. 5.1): ||Z_{L1}||_F <= prod ||W_l||_F ||X||_op, since ||W A||_F <= ||W||_F
     ||A||_op and |relu(x)| <= |x|. Equality for a positive scalar chain; never above 1 in a random search."""
