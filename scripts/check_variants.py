@@ -45,10 +45,12 @@ VARIANTS: dict[str, dict[str, str | None]] = {
     "sse": {"MKL_ENABLE_INSTRUCTIONS": "SSE4_2", "MKL_CBWR": "COMPATIBLE", "ATEN_CPU_CAPABILITY": "default",
             "OPENBLAS_CORETYPE": "Prescott", **ONE_THREAD},
     # a four-core Intel CPU with AVX2 (Haswell and later): MKL's fixed AVX2 branch (MKL_CBWR=AVX2 pins it on an AMD
-    # CPU too, where MKL_ENABLE_INSTRUCTIONS alone changes nothing), OpenBLAS's Haswell kernels, and four threads
-    # that MKL really uses (MKL_DYNAMIC=FALSE: by default it uses no more threads than cores, and a machine with
-    # more cores splits its reductions otherwise); passive waiting keeps four threads on two cores from spinning
-    "avx2": {"MKL_ENABLE_INSTRUCTIONS": "AVX2", "MKL_CBWR": "AVX2", "OPENBLAS_CORETYPE": "Haswell",
+    # CPU too, where MKL_ENABLE_INSTRUCTIONS alone changes nothing), ATen's AVX2 kernels (on an AVX-512 machine,
+    # where ATen picks AVX512 by itself), OpenBLAS's Haswell kernels, and four threads that MKL really uses
+    # (MKL_DYNAMIC=FALSE: by default it uses no more threads than cores, and a machine with more cores splits its
+    # reductions otherwise); passive waiting keeps four threads on two cores from spinning
+    "avx2": {"MKL_ENABLE_INSTRUCTIONS": "AVX2", "MKL_CBWR": "AVX2", "ATEN_CPU_CAPABILITY": "avx2",
+             "OPENBLAS_CORETYPE": "Haswell",
              "MKL_DYNAMIC": "FALSE", "OMP_NUM_THREADS": "4", "MKL_NUM_THREADS": "4", "OPENBLAS_NUM_THREADS": "1",
              "OMP_WAIT_POLICY": "PASSIVE"},
 }

@@ -32,9 +32,9 @@ def committed(tmp_path: Path, printed: str) -> Path:
 def test_a_variant_reaches_the_kernel_and_a_moved_value_is_reported(tmp_path):
     nb = committed(tmp_path, "1 default\ntook 0.4 s\n")           # timings are sanitised, as nbval does
     assert check_variants.run_chapter(nb, "sse") == []
-    diffs = check_variants.run_chapter(nb, "avx2")                  # four threads, ATen's own capability
+    diffs = check_variants.run_chapter(nb, "avx2")                  # four threads, ATen's AVX2 kernels
     assert len(diffs) == 1 and diffs[0].startswith("avx2: ch99.ipynb cell 0:")
-    assert "'stdout: 1 default'" in diffs[0] and "'stdout: 4 None'" in diffs[0]
+    assert "'stdout: 1 default'" in diffs[0] and "'stdout: 4 avx2'" in diffs[0]
 
 
 def test_every_variant_changes_a_code_path_and_none_is_the_default():
