@@ -1,11 +1,11 @@
 """The rendered book in a real browser: build it, open every page in headless Chromium with the network cut off, and
 check what a reader sees: no JavaScript errors or missing files, math typeset and never cut off (1280 px and a 390 px
-phone), no code cell or printed output scrolling sideways at 1280 px, every figure numbered, captioned, with alt text,
-its text at least 9 pt as displayed and at most two panels a row, a click opening it full size, every slider figure
-responding to a real input event, chapters numbered, the bibliography under author-year labels with links, each page's
-weight and the site's; then the print edition (``scripts/make_pdf.py``). Screenshots of every page (top, 1280 and 390
-px), of every figure and of a proof go to ``_build/screenshots/``; ``_build/screenshots/weight.json`` records what
-each page loads.
+phone), no code block, code cell or printed output scrolling sideways at 1280 px, every figure numbered, captioned,
+with alt text, its text at least 9 pt as displayed and at most two panels a row, a click opening it full size, every
+slider figure responding to a real input event, chapters numbered, the bibliography under author-year labels with
+links, each page's weight and the site's; then the print edition (``scripts/make_pdf.py``). Screenshots of every page
+(top, 1280 and 390 px), of every figure and of a proof go to ``_build/screenshots/``;
+``_build/screenshots/weight.json`` records what each page loads.
 
 Needs Debian's ``chromium`` (``apt-get install chromium``; ``.ci/run`` installs it) and the ``playwright`` package,
 which drives that Chromium (no browser download). Where Chromium is missing the test is skipped, except in CI
@@ -77,12 +77,12 @@ CLIPPED_JS = """(allowScroll) => {
   return out;
 }"""
 
-# Code cells and printed outputs that scroll sideways: a line wider than the code column (ncbook.compare.WRAP
-# characters fit at 1280 px). Returns descriptions naming the widest line.
-SCROLLING_JS = """() => [...document.querySelectorAll(
-    "article.bd-article div.cell_input pre, article.bd-article div.cell_output pre")]
+# Code blocks, code cells and printed outputs that scroll sideways: a line wider than the code column
+# (ncbook.compare.WRAP characters fit at 1280 px). Returns descriptions naming the widest line.
+SCROLLING_JS = """() => [...document.querySelectorAll("article.bd-article pre")]
   .filter(p => p.offsetParent !== null && p.scrollWidth > p.clientWidth + 1)
-  .map(p => (p.closest("div.cell_output") ? "output " : "code ") + (p.scrollWidth - p.clientWidth) + " px too wide: "
+  .map(p => (p.closest("div.cell_output") ? "output " : p.closest("div.cell_input") ? "code cell " : "code block ")
+       + (p.scrollWidth - p.clientWidth) + " px too wide: "
        + p.textContent.split("\\n").reduce((a, b) => b.length > a.length ? b : a, "").trim().slice(0, 80))"""
 
 
@@ -291,7 +291,7 @@ def test_page_in_chromium(browser, built_book: Path, page: str):
     assert not errors, f"{page}: " + "; ".join(errors)
     assert not clipped, f"{page}: {len(clipped)} elements run past their visible box at 1280 px: {clipped[:3]}"
     assert not narrow, f"{page}: {len(narrow)} elements run past their visible box at 390 px: {narrow[:3]}"
-    assert not scrolling, f"{page}: {len(scrolling)} code cells or outputs scroll sideways at 1280 px: {scrolling[:3]}"
+    assert not scrolling, f"{page}: {len(scrolling)} code blocks or outputs scroll sideways at 1280 px: {scrolling[:3]}"
 
 
 def test_bibliography_is_author_year_with_links(built_book: Path):
