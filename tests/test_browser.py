@@ -3,8 +3,8 @@ check what a reader sees: no JavaScript errors or missing files, math typeset an
 phone), no code block, code cell or printed output scrolling sideways at 1280 px, every figure numbered, captioned,
 with alt text, its text at least 9 pt as displayed and at most two panels a row, a click opening it full size, every
 slider figure responding to a real input event, chapters numbered, the bibliography under author-year labels with
-links, each page's weight and the site's; then the print edition (``scripts/make_pdf.py``). Screenshots of every page
-(top, 1280 and 390 px), of every figure and of a proof go to ``_build/screenshots/``;
+links, each page's weight and the site's; then the print edition (``scripts/make_pdf.py``, its code never cut off on
+A4). Screenshots of every page (top, 1280 and 390 px), of every figure and of a proof go to ``_build/screenshots/``;
 ``_build/screenshots/weight.json`` records what each page loads.
 
 Needs Debian's ``chromium`` (``apt-get install chromium``; ``.ci/run`` installs it) and the ``playwright`` package,
@@ -363,3 +363,16 @@ def test_print_edition(browser, built_book: Path):
     ctx.close()
     assert shown == 0, f"{shown} slider controls would print"
     assert len(frames) == 16 + 9 and all(" = " in f for f in frames)
+
+    # code on paper: at the A4 text width (210 mm less the 14 mm margins, at 96 px an inch) no code block scrolls,
+    # which in print would cut its lines off
+    ctx = browser.new_context(viewport={"width": round((210 - 28) / 25.4 * 96), "height": 1000})
+    tab = ctx.new_page()
+    tab.emulate_media(media="print")
+    cut = {}
+    for page in toc_pages():
+        tab.goto((built_book / f"{page}.html").as_uri(), wait_until="load")
+        cut[page] = tab.evaluate(SCROLLING_JS)
+    ctx.close()
+    cut = {page: c for page, c in cut.items() if c}
+    assert not cut, f"code cut off in print on {len(cut)} pages: {list(cut.items())[:2]}"
