@@ -38,7 +38,7 @@ def code_cells(lines: list[str]) -> list[tuple[int, int, bool]]:
         j, meta = i + 1, []
         if j < len(lines) and lines[j].strip() == "---":          # a YAML metadata block
             j += 1
-            while lines[j].strip() != "---":
+            while j < len(lines) and lines[j].strip() != "---":
                 meta.append(lines[j])
                 j += 1
             j += 1
@@ -48,8 +48,10 @@ def code_cells(lines: list[str]) -> list[tuple[int, int, bool]]:
         if meta and j < len(lines) and not lines[j].strip():
             j += 1
         end = j
-        while not lines[end].startswith("```"):
+        while end < len(lines) and not lines[end].startswith("```"):
             end += 1
+        if end >= len(lines):
+            raise SystemExit(f"line {i + 1}: a code cell that never closes (no ``` line after it): close it")
         shown = not any(tag in m for m in meta for tag in HIDDEN)
         cells.append((j, end, shown))
         i = end + 1
@@ -78,13 +80,13 @@ def lift_long_comments(source: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def ruff_format(source: str) -> str:
+def ruff_format(source: str, where: str = "a cell") -> str:
     """The cell's code as `ruff format --line-length 88` writes it."""
     ruff = Path(sys.executable).parent / "ruff"
     done = subprocess.run([str(ruff), "format", f"--line-length={LINE_LENGTH}", "-"], input=source, text=True,
                           capture_output=True)
     if done.returncode != 0:
-        raise SystemExit(f"ruff format failed on a cell: {done.stderr.strip().splitlines()[-1]}")
+        raise SystemExit(f"{where}: ruff cannot format the cell (fix its code): {done.stderr.strip().splitlines()[-1]}")
     return done.stdout
 
 
@@ -92,11 +94,19 @@ def format_chapter(path: Path, check: bool) -> list[str]:
     """Format the shown code cells of one chapter in place (or, with check, report them); returns the problems."""
     lines = path.read_text().split("\n")
     problems, new = [], list(lines)
-    for start, end, shown in reversed(code_cells(lines)):
+    try:
+        cells = code_cells(lines)
+    except SystemExit as e:
+        raise SystemExit(f"{path.name}: {e}") from None
+    for start, end, shown in reversed(cells):
         if not shown:
             continue
         source = "\n".join(lines[start:end]) + "\n"
-        formatted = ruff_format(lift_long_comments(source))
+        where = f"{path.name}:{start + 1}"
+        try:
+            formatted = ruff_format(lift_long_comments(source), where)
+        except (SyntaxError, tokenize.TokenError) as e:
+            raise SystemExit(f"{where}: the cell is not valid Python (fix its code): {e}") from None
         if formatted != source:
             problems.append(f"{path.name}:{start + 1}: the cell is not formatted (run scripts/format_chapters.py)")
         for k, line in enumerate(formatted.splitlines()):
@@ -112,6 +122,9 @@ def format_chapter(path: Path, check: bool) -> list[str]:
 def main(argv: list[str]) -> int:
     check = "--check" in argv
     paths = [Path(a) for a in argv if a != "--check"] or sorted((ROOT / "book").glob("ch*.md"))
+    for path in paths:
+        if path.suffix != ".md" or not path.is_file():
+            raise SystemExit(f"{path}: not a chapter's MyST source: give book/chNN_name.md files (or none for all)")
     problems = [p for path in paths for p in format_chapter(path, check)]
     if not check:
         problems = [p for p in problems if "not formatted" not in p]

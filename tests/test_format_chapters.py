@@ -4,6 +4,8 @@ moves above its line, hidden cells and metadata are left alone, and --check repo
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 import format_chapters  # noqa: E402
@@ -51,3 +53,15 @@ def test_format_then_check_is_clean_and_leaves_hidden_cells_and_metadata(tmp_pat
 def test_the_books_chapters_are_formatted():
     problems = [p for md in sorted((ROOT / "book").glob("ch*.md")) for p in format_chapters.format_chapter(md, True)]
     assert not problems, problems[:3]
+
+
+def test_bad_input_is_one_line_naming_what_to_fix(tmp_path):
+    unclosed, broken = tmp_path / "ch98.md", tmp_path / "ch97.md"
+    unclosed.write_text("```{code-cell} ipython3\nx = 1\n")
+    broken.write_text("```{code-cell} ipython3\nx = 1 +\n```\n")
+    for md, says in ((unclosed, "never closes"), (broken, "fix its code")):
+        with pytest.raises(SystemExit) as e:
+            format_chapters.format_chapter(md, check=True)
+        assert says in str(e.value) and md.name in str(e.value) and "\n" not in str(e.value)
+    with pytest.raises(SystemExit, match="not a chapter's MyST source"):
+        format_chapters.main([str(tmp_path / "missing.md")])
