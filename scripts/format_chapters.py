@@ -51,7 +51,7 @@ def code_cells(lines: list[str]) -> list[tuple[int, int, bool]]:
         while end < len(lines) and not lines[end].startswith("```"):
             end += 1
         if end >= len(lines):
-            raise SystemExit(f"line {i + 1}: a code cell that never closes (no ``` line after it): close it")
+            raise ValueError(f"line {i + 1}: a code cell that never closes (no ``` line after it): close it")
         shown = not any(tag in m for m in meta for tag in HIDDEN)
         cells.append((j, end, shown))
         i = end + 1
@@ -91,12 +91,13 @@ def ruff_format(source: str, where: str = "a cell") -> str:
 
 
 def format_chapter(path: Path, check: bool) -> list[str]:
-    """Format the shown code cells of one chapter in place (or, with check, report them); returns the problems."""
+    """Format the shown code cells of one chapter in place (or, with check, report the cells it would change);
+    returns the problems, and the lines still too long in either case."""
     lines = path.read_text().split("\n")
     problems, new = [], list(lines)
     try:
         cells = code_cells(lines)
-    except SystemExit as e:
+    except ValueError as e:
         raise SystemExit(f"{path.name}: {e}") from None
     for start, end, shown in reversed(cells):
         if not shown:
@@ -107,11 +108,11 @@ def format_chapter(path: Path, check: bool) -> list[str]:
             formatted = ruff_format(lift_long_comments(source), where)
         except (SyntaxError, tokenize.TokenError) as e:
             raise SystemExit(f"{where}: the cell is not valid Python (fix its code): {e}") from None
-        if formatted != source:
-            problems.append(f"{path.name}:{start + 1}: the cell is not formatted (run scripts/format_chapters.py)")
+        if check and formatted != source:
+            problems.append(f"{where}: the cell is not formatted (run scripts/format_chapters.py)")
         for k, line in enumerate(formatted.splitlines()):
             if len(line) > LINE_LENGTH:
-                problems.append(f"{path.name}:{start + 1}: line {k + 1} of the cell has {len(line)} characters "
+                problems.append(f"{where}: line {k + 1} of the cell has {len(line)} characters "
                                 f"(at most {LINE_LENGTH}): {line.strip()[:60]}")
         new[start:end] = formatted.rstrip("\n").split("\n")
     if not check:
@@ -126,8 +127,6 @@ def main(argv: list[str]) -> int:
         if path.suffix != ".md" or not path.is_file():
             raise SystemExit(f"{path}: not a chapter's MyST source: give book/chNN_name.md files (or none for all)")
     problems = [p for path in paths for p in format_chapter(path, check)]
-    if not check:
-        problems = [p for p in problems if "not formatted" not in p]
     for p in problems:
         print(p)
     return 1 if problems else 0
