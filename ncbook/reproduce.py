@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import data
+from . import data, metrics
 from .data import load_data
 from .nets import MLP, BackboneHead, BlockMLP, Ensemble, ResNet18, mlp_layer_names, padded_layer_names, resnet_backbone
 from .train import History, TrainConfig, part_checkpoint, train_ensemble, train_module
@@ -161,9 +161,9 @@ def run_resnet_head_depth(cfg: ResNetHeadDepth, device: str = "cpu", progress: b
     ``num_nonlinear`` the ReLU layers, then the linear head; padded with NaN."""
     X, y = _image_data(cfg.dataset, cfg.per_class, device, cfg.data_root, cfg.download, flatten=False)
     per_epoch = math.ceil(len(y) / cfg.batch_size)
-    runs, names = [], []
+    runs, names, grams = [], [], []
     for depth in cfg.depths:
-        hists = []
+        hists, cosines = [], []
         for seed in cfg.seeds:
             for wd in cfg.weight_decays:
                 torch.manual_seed(seed)
@@ -179,8 +179,10 @@ def run_resnet_head_depth(cfg: ResNetHeadDepth, device: str = "cpu", progress: b
                 hists.append(train_module(model, X, y, tc, seed=seed, progress=progress,
                                           checkpoint=part_checkpoint(checkpoint, f"L{depth}-{seed}-{wd:g}"),
                                           checkpoint_every=max(1, tc.steps // 10)))
+                cosines.append(_class_mean_grams(model, X, y))
         runs.append(_stack_histories(hists, (len(cfg.seeds), len(cfg.weight_decays))))
         names.append(model.layer_names)
+        grams.append(np.array(cosines).reshape(len(cfg.seeds), len(cfg.weight_decays), *cosines[0].shape))
     out = {"depths": np.array(cfg.depths), "seeds": np.array(cfg.seeds), "weight_decays": np.array(cfg.weight_decays),
            "steps": runs[0]["steps"], "epochs": runs[0]["steps"] / per_epoch,
            "num_layers": np.array([d + cfg.num_nonlinear + 1 for d in cfg.depths]),
@@ -188,7 +190,29 @@ def run_resnet_head_depth(cfg: ResNetHeadDepth, device: str = "cpu", progress: b
     for name in runs[0]:
         if name != "steps":
             out[name] = _pad_stack([r[name] for r in runs])
+    most = max(g.shape[2] for g in grams)          # [depth, seed, weight decay, layer, K, K], NaN-padded layers
+    out["class_mean_cosines"] = np.stack([np.pad(g, [(0, 0), (0, 0), (0, most - g.shape[2]), (0, 0), (0, 0)],
+                                                 constant_values=np.nan) for g in grams])
     return out
+
+
+def _class_mean_grams(model, X: torch.Tensor, y: torch.Tensor, batch: int = 1000) -> np.ndarray:
+    """The K x K cosines of the class means of every measured layer of a trained model (Jacot et al. Fig. 1,
+    bottom), [layer, K, K]; NaN for a layer with a zero class mean."""
+    model.eval()
+    K = int(y.max()) + 1
+    with torch.no_grad():
+        feats = [torch.cat(parts) for parts in zip(*(model.forward_features(X[i:i + batch])
+                                                      for i in range(0, len(X), batch)))]
+    out = []
+    for f in feats:
+        try:
+            out.append(metrics.class_mean_cosines(f.flatten(1), y, K))
+        except ValueError:                          # a dead layer: a zero class mean
+            out.append(np.full((K, K), np.nan))
+    return np.array(out)
+
+
 
 
 # ----------------------------------------------------------------------------------------------------------------
