@@ -226,6 +226,26 @@ def balancing_forcing_bound(eps1: float, rho: float, X_op: float, L1: int, L: in
     return 4 * eps1 ** 2 * rho ** exponent * X_op ** 2
 
 
+def worst_balancing_forcing(eps1: float, rho: float, X_op: float, L: int) -> float:
+    """The largest forcing ||G_l||^2 + ||G_{l+1}||^2 under Thm 4.4's standing condition C_lambda <= eps1^2 with
+    lambda = 2 eps1^2 / rho^2: 2 eps1^2 rho^{2(L-1)} ||X||_op^2 / L^L (AM-GM over the error, the L-2 other layers and
+    the pair; attained by a scalar chain; chapter 6's erratum)."""
+    return 2 * eps1 ** 2 * rho ** (2 * (L - 1)) * X_op ** 2 / L ** L
+
+
+def printed_forcing_fails_below(L1: int, L: int) -> float:
+    """The rho below which the printed forcing 4 eps1^2 rho^{2(L1+L-1)} ||X||^2 (proof of Thm 4.4) is smaller than
+    :func:`worst_balancing_forcing`: rho^{2 L1} < 1 / (2 L^L), i.e. (2 L^L)^{-1/(2 L1)} (1/sqrt 54 at L1 = 1, L = 3)."""
+    return (2 * L ** L) ** (-1 / (2 * L1))
+
+
+def thm44_eps1_max(K: int, N: int, s_K_Y: float, as_printed: bool = False) -> float:
+    """Thm 4.4's largest eps1: its (11) is Thm 3.1 at eps1 sqrt 2, so min(s_K(Y), sqrt((K-1)N/(4K))) / sqrt 2; the
+    paper prints 1/2 sqrt((K-1)N/K) (``as_printed``): Thm 3.1's limit taken at eps1, sqrt 2 too large, no s_K(Y)."""
+    top = math.sqrt((K - 1) * N / (4 * K))
+    return top if as_printed else min(s_K_Y, top) / math.sqrt(2)
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Lemma C.2 and Section 5
 

@@ -543,6 +543,15 @@ def class_mean_cosines(features: ArrayLike, labels: ArrayLike, num_classes: int 
 
 
 
+def cosine_bound(kappa: ArrayLike) -> np.ndarray:
+    """Wielandt's inequality: the columns of a matrix of condition number κ have every pairwise |cosine| at most
+    (κ² - 1)/(κ² + 1) (Horn & Johnson, Thm 7.4.34), so NC2 = κ -> 1 (Jacot et al.) bounds the class means' Gram
+    matrix of cosines towards the identity; NaN stays NaN, κ = inf gives 1."""
+    k2 = np.asarray(kappa, dtype=np.float64) ** 2
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isinf(k2), 1.0, (k2 - 1) / (k2 + 1))
+
+
 def simplex_etf_gram(num_classes: int) -> torch.Tensor:
     """Gram matrix of the simplex ETF normalised to unit Frobenius norm: (I - 11^T/K) / sqrt(K-1)."""
     if num_classes < 2:

@@ -118,3 +118,52 @@ def governing_text(name: str, scale: str, paper: dict | None = None, **overrides
     exp = get_experiment(name)
     cfg, paper_cfg = replace(exp.config(scale), **overrides), replace(exp.config("paper"), **(paper or {}))
     return "; ".join(map(str, governing(cfg, paper_cfg)))
+
+
+ASSUMED = {
+    "jacot_mlp": {"batch_size": 128, "momentum": 0.0},
+    "jacot_resnet_fig1": {"batch_size": 128, "momentum": 0.0},
+    "jacot_resnet_head": {"batch_size": 128, "momentum": 0.0},
+    "jacot_head_depth": {"batch_size": 128, "momentum": 0.0, "steps": 100_000},
+    "jacot_nonlinear_depth": {"batch_size": 128, "momentum": 0.0, "steps": 100_000},
+}
+"""The settings that govern λt which the paper does not state, with the values the `paper` configurations assume
+(Jacot et al. Sec. 6 and App. A give epochs, or for Figs. 2-3 no length, and neither batch nor optimiser)."""
+
+PLAUSIBLE = {"batch_size": (64, 512), "momentum": (0.0, 0.9), "steps": (0.1, 10.0)}
+"""The range of each unstated setting over which :func:`paper_decay_time_range` reads the paper's λt: batch 64 to
+512, plain SGD or heavy-ball momentum 0.9, and a length from a tenth to ten times the one assumed."""
+
+
+def paper_decay_time_range(name: str) -> tuple[float, float]:
+    """The paper's λt (smallest and largest over its runs) over :data:`PLAUSIBLE` values of what it does not state
+    (:data:`ASSUMED`): a stated length in epochs takes ceil(n / batch) steps each, an unstated one a factor on the
+    assumed steps; momentum μ multiplies the flow time by 1 / (1 - μ)."""
+    cfg = get_experiment(name).config("paper")
+    t = decay_times(cfg)
+    unstated = ASSUMED.get(name, {})
+    lo, hi = t.min(), t.max()
+    if "batch_size" in unstated and "steps" not in unstated:
+        per_epoch = [math.ceil(num_samples(cfg) / b) for b in PLAUSIBLE["batch_size"]]
+        now = math.ceil(num_samples(cfg) / unstated["batch_size"])
+        lo, hi = lo * per_epoch[1] / now, hi * per_epoch[0] / now
+    if "steps" in unstated:
+        lo, hi = lo * PLAUSIBLE["steps"][0], hi * PLAUSIBLE["steps"][1]
+    if "momentum" in unstated:
+        hi = hi / (1 - PLAUSIBLE["momentum"][1])
+    return float(lo), float(hi)
+
+
+def assumptions_text(name: str) -> str:
+    """What the paper does not state and we assume for its λt, and the λt range over plausible values: "" when the
+    paper states every governing setting."""
+    unstated = ASSUMED.get(name)
+    if not unstated:
+        return ""
+    said = {"batch_size": f"batch {unstated.get('batch_size')}", "momentum": "plain SGD",
+            "steps": f"{unstated.get('steps', 0):,} steps"}
+    over = {"batch_size": "batch {:g}-{:g}", "momentum": "momentum {:g}-{:g}", "steps": "length x{:g}-{:g}"}
+    varied = [k for k in PLAUSIBLE if k in unstated and not (k == "batch_size" and "steps" in unstated)]
+    lo, hi = paper_decay_time_range(name)
+    return (f"assumed, not stated: {', '.join(said[k] for k in unstated)}; paper λt {lo:.2g}-{hi:.2g} over "
+            + ", ".join(over[k].format(*PLAUSIBLE[k]) for k in varied))

@@ -509,3 +509,72 @@ def test_prop_53_both_forms_on_any_network(seed):
         terms = [torch.linalg.matrix_norm(B) ** 2 * torch.linalg.matrix_norm(feats[i].T @ V) ** 2
                  for B, i in zip(heads, range(L1, L1 + L2))]                 # ||W_{L:l+1}||_F^2 ||Z_{l-1} V_K||_F^2
     assert K ** 2 * ntk >= float(sum(terms)) * (1 - 1e-12)
+
+
+def _worst_chain_forcing(eps1: float, rho: float, L1: int, L: int) -> tuple[float, float]:
+    """Autograd forcing ||G_{L-1}||^2 + ||G_L||^2 of the last pair of a scalar chain (L1 ReLU layers, then linear ones)
+    at the AM-GM point of Thm 4.4's standing condition (each of the L factors eps1^2 / L), and its C_lambda."""
+    lam = 2 * eps1 ** 2 / rho ** 2
+    w = [rho / math.sqrt(L)] * (L - 2) + [rho / math.sqrt(2 * L)] * 2
+    e = eps1 * math.sqrt(2 / L)
+    model = MLP([1] * (L + 1), L1).double()
+    params = [torch.tensor([[v]], dtype=torch.float64, requires_grad=True) for v in w]
+    X = torch.ones(1, 1, dtype=torch.float64)
+    Y = torch.full((1, 1), math.prod(w) + e, dtype=torch.float64)
+    grads = torch.autograd.grad(stability.regularised_loss(model, params, X, Y, 0.0), params)
+    with torch.no_grad():
+        C = float(stability.regularised_loss(model, params, X, Y, lam))
+    return float(grads[-2] ** 2 + grads[-1] ** 2), C
+
+
+def test_printed_forcing_step_fails_below_the_general_threshold_for_every_depth():
+    """Under C_lambda <= eps1^2 the worst forcing is 2 eps1^2 rho^{2(L-1)} / L^L (a scalar chain attains it, a
+    constrained search finds no larger one), so the printed 4 eps1^2 rho^{2(L1+L-1)} fails iff rho < (2 L^L)^{-1/(2L1)}:
+    1/sqrt 54 for one ReLU layer, 512^{-1/4} ~ 0.21 for two (L2 = 2). Fails on the old erratum, which said the
+    printed step fails only for rho < 1/sqrt 54: at L1 = 2, rho = 0.15 > 1/sqrt 54 it fails."""
+    eps1 = 0.3
+    assert bounds.printed_forcing_fails_below(1, 3) == pytest.approx(54 ** -0.5, rel=1e-15)
+    assert bounds.printed_forcing_fails_below(2, 4) == pytest.approx(512 ** -0.25, rel=1e-15)
+    for L1 in (1, 2, 3):
+        L = L1 + 2
+        edge = bounds.printed_forcing_fails_below(L1, L)
+        for rho in (0.5 * edge, 0.99 * edge, 1.01 * edge, 2 * edge, 2.0):
+            f, C = _worst_chain_forcing(eps1, rho, L1, L)
+            worst = bounds.worst_balancing_forcing(eps1, rho, 1.0, L)
+            assert C == pytest.approx(eps1 ** 2, rel=1e-12) and f == pytest.approx(worst, rel=1e-12)
+            assert worst <= bounds.balancing_forcing_bound(eps1, rho, 1.0, L1, L)
+            printed = bounds.balancing_forcing_bound(eps1, rho, 1.0, L1, L, as_printed=True)
+            assert (worst > printed) == (rho < edge)
+    f, _ = _worst_chain_forcing(eps1, 0.15, 2, 4)
+    assert 0.15 > 54 ** -0.5 and f > bounds.balancing_forcing_bound(eps1, 0.15, 1.0, 2, 4, as_printed=True)
+    rho, L = 0.2, 4                                           # no larger forcing under the standing condition
+    lam = 2 * eps1 ** 2 / rho ** 2
+
+    def neg_forcing(v):                                       # v = (e, w1, w2, w3, w4)
+        return -(v[0] ** 2 * v[1] ** 2 * v[2] ** 2 * (v[3] ** 2 + v[4] ** 2))
+
+    standing = {"type": "ineq", "fun": lambda v: eps1 ** 2 - v[0] ** 2 / 2 - lam / 2 * np.sum(v[1:] ** 2)}
+    found = [scipy.optimize.minimize(neg_forcing, x0, constraints=[standing], method="SLSQP",
+                                     options={"ftol": 1e-16, "maxiter": 1000})
+             for x0 in np.random.default_rng(1).uniform(0.05, 1, size=(8, 5)) * [eps1, rho, rho, rho, rho]]
+    best = max(-r.fun for r in found if r.success and standing["fun"](r.x) >= -1e-12)
+    assert best == pytest.approx(bounds.worst_balancing_forcing(eps1, rho, 1.0, L), rel=1e-5)
+
+
+def test_thm_4_4s_printed_eps1_limit_is_thm_3_1s_at_eps1_not_eps1_sqrt_2():
+    """The paper fixes 0 < eps1 <= 1/2 sqrt((K-1)N/K) beside Thm 4.4: Thm 3.1's limit taken at eps1, where (11) is Thm
+    3.1 at eps1 sqrt 2. At the printed limit the bracket of (11) is (1 - sqrt 2) sqrt((K-1)/K), -0.359 at K = 4;
+    at ours, min(s_K(Y), sqrt((K-1)N/(4K))) / sqrt 2, it is 0 or more. Fails on the old erratum (no printed limit)
+    and on a limit without the sqrt 2."""
+    def bracket(eps1, K, N):
+        return math.sqrt((K - 1) / K) - 2 * math.sqrt(2) * eps1 / math.sqrt(N)
+
+    for K, N in ((2, 50), (4, 100), (10, 5000)):
+        printed = bounds.thm44_eps1_max(K, N, 1e9, as_printed=True)
+        assert printed == pytest.approx(0.5 * math.sqrt((K - 1) * N / K), rel=1e-15)
+        assert bracket(printed, K, N) == pytest.approx((1 - math.sqrt(2)) * math.sqrt((K - 1) / K), rel=1e-12)
+        ours = bounds.thm44_eps1_max(K, N, 1e9)
+        assert ours == pytest.approx(printed / math.sqrt(2), rel=1e-15) and abs(bracket(ours, K, N)) < 1e-12
+        small = bounds.thm44_eps1_max(K, N, 0.5)              # s_K(Y) binds
+        assert small == pytest.approx(0.5 / math.sqrt(2)) and bracket(small, K, N) > 0
+    assert round(bracket(bounds.thm44_eps1_max(4, 100, 1e9, as_printed=True), 4, 100), 3) == -0.359

@@ -1,0 +1,620 @@
+"""Part IV's verdicts: every quantitative claim of both papers' experiment sections as data (one :class:`Spec` per
+claim: the paper's sentence, the metric in that paper's own definition, the runs it is counted on, the criterion),
+and the book's one verdict rule, :func:`judge`, that reads them all.
+
+The rule (stated in chapter 8, section "The verdict rule"):
+
+- a run *holds* when it shows the paper's direction with the criterion's effect (a claim that compares settings,
+  depths, layers or times compares each run with itself, consecutive groups pairwise), or, for a claim of a level,
+  when its value is within the criterion's bound; a qualifier of the paper ("slightly", "minor", "rapidly",
+  "significant") is a stated bound in the criterion;
+- a comparison whose group means move against the paper's direction is **not reproduced**, however many runs hold;
+- otherwise, with k of n runs holding: **reproduced** when k/n >= :data:`REPRODUCED` and, for a comparison, the
+  group means differ in the stated direction by at least :data:`MARGIN` times the larger seed SD, on every metric the
+  sentence names; **partly** when k/n >= :data:`PARTLY`, or k/n >= REPRODUCED without the margin; **not
+  reproduced** below PARTLY.
+"""
+
+from __future__ import annotations
+
+import html
+import textwrap
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .compare import WRAP, layer_index, layer_names, layers_of, relu_pairs
+from .registry import get_experiment
+from .reproduce import ABLATIONS
+from .scaling import assumptions_text, decay_time_at, governing_text
+
+PAPER_METRICS = {
+    "Jacot": {"NC1": "nc1_trace_ratio", "NC2": "nc2_condition_number", "balancedness": "balancedness",
+              "negativity": "negativity", "error": "train_error", "Gram": "class_mean_cosines"},
+    "Tirer": {"NC1": "nc1_pinv", "gNC1": "nc1_trace_ratio", "NC2": "nc2_etf_distance", "NC3": "nc3_etf_distance",
+              "NC1(k)": "nc1_per_class", "error": "train_error"},
+}
+"""Each paper's metrics by the names its sentences use: Jacot et al. Sec. 6 (NC1 = tr Σ_W / tr Σ_B, NC2 = the
+condition number of the class-mean matrix), Tirer et al. Sec. 6 (NC1 = tr(Σ_W Σ_B^+)/K, NC2 = the distance of the
+centred class means' Gram matrix from the simplex ETF's, NC3 likewise for the classifier); a row measured with the
+other paper's definition is a different claim."""
+
+MARGIN = 2.0
+"""A comparison's effect must exceed MARGIN times the larger of the compared groups' SDs over runs."""
+
+REPRODUCED, PARTLY = 0.9, 0.5
+"""Fractions of runs: at least REPRODUCED (with the margin) is reproduced, at least PARTLY is partly."""
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """What a run must show. ``kind``: "down" / "up" (each later group below the earlier divided by ``factor`` /
+    above it times ``factor``, and, with ``cap``, within ``cap`` times of it), "flat" (largest over smallest group at
+    most ``factor``), "at most" / "at least" (the value against ``factor``). ``text``: the criterion in words."""
+
+    kind: str
+    factor: float = 1.0
+    cap: float | None = None
+    text: str = ""
+
+    @property
+    def comparative(self) -> bool:
+        return self.kind in ("down", "up")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One claim of a paper as data: where it is made, the paper's sentence, our reading of it, the metrics the
+    sentence names (keys of :data:`PAPER_METRICS` for ``paper``), the result and how its runs are grouped (``view``
+    names a function of :data:`VIEWS`, ``args`` its arguments), what the runs are, and the criterion."""
+
+    paper: str
+    where: str
+    sentence: str
+    claim: str
+    metrics: tuple[str, ...]
+    result: str
+    view: str
+    criterion: Criterion
+    runs: str
+    args: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """:func:`judge`'s reading of a claim's groups: one boolean per run (pair of groups x run), whether every pair
+    of group means moves the stated way, whether every such move clears the margin (None: not a comparison)."""
+
+    holds: np.ndarray
+    direction: bool
+    separated: bool | None
+
+
+def judge(groups: list[np.ndarray], c: Criterion) -> Judgement:
+    """The book's one verdict rule on one metric (module docstring): ``groups`` are arrays over the same runs."""
+    g = [np.asarray(x, dtype=float).ravel() for x in groups]
+    if c.kind in ("at most", "at least"):
+        v = np.concatenate(g)
+        return Judgement(v <= c.factor if c.kind == "at most" else v >= c.factor, True, None)
+    if c.kind == "flat":
+        v = np.stack(g)
+        return Judgement(np.nanmax(v, 0) <= c.factor * np.nanmin(v, 0), True, None)
+    if c.kind not in ("down", "up"):
+        raise ValueError(f"criterion kind must be 'down', 'up', 'flat', 'at most' or 'at least', got {c.kind!r}")
+    sign = 1.0 if c.kind == "up" else -1.0
+    holds, direction, separated = [], True, True
+    for a, b in zip(g, g[1:]):
+        ok = b > a * c.factor if c.kind == "up" else b < a / c.factor
+        if c.cap is not None:
+            ok &= b <= a * c.cap if c.kind == "up" else b >= a / c.cap
+        holds.append(ok)
+        move = sign * (np.nanmean(b) - np.nanmean(a))
+        direction &= bool(move > 0)
+        separated &= bool(move >= MARGIN * max(np.nanstd(a), np.nanstd(b)))
+    return Judgement(np.concatenate(holds), direction, separated)
+
+
+def grade(k: int, n: int, direction: bool = True, separated: bool | None = None) -> str:
+    """The verdict of k holding runs of n (module docstring)."""
+    if not direction or n == 0:
+        return "not reproduced"
+    if k >= REPRODUCED * n:
+        return "partly" if separated is False else "reproduced"
+    return "partly" if k >= PARTLY * n else "not reproduced"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One row of a claims table: ``holds`` has one boolean per run counted (every seed, setting, depth...,
+    including runs that do not interpolate), ``direction`` whether the group means move the paper's way,
+    ``separated`` whether they clear the margin (None: not a comparison); ``paper`` the paper's sentence, ``metric``
+    the paper's metric it is measured with, ``criterion`` what a run must show, ``numbers`` ours, ``governing`` the
+    quantities that govern it, ours and the paper's, with the paper's settings we assume (:mod:`ncbook.scaling`)."""
+
+    where: str
+    claim: str
+    holds: np.ndarray
+    runs: str
+    numbers: str
+    separated: bool | None = None
+    paper: str = ""
+    governing: str = ""
+    metric: str = ""
+    criterion: str = ""
+    direction: bool = True
+
+    @property
+    def verdict(self) -> str:
+        return grade(int(np.sum(self.holds)), int(np.size(self.holds)), self.direction, self.separated)
+
+    @property
+    def count(self) -> str:
+        """k of n runs, and why a comparison that holds in most runs is not reproduced, if it is not."""
+        why = ("; group means move the wrong way" if not self.direction else
+               f"; effect within {MARGIN:g} SDs" if self.separated is False else "")
+        return f"{int(np.sum(self.holds))} of {np.size(self.holds)} {self.runs}{why}"
+
+    def __str__(self) -> str:
+        fill = lambda text: textwrap.fill(text, WRAP, initial_indent="    ", subsequent_indent="    ")  # noqa: E731
+        lines = [textwrap.fill(f"[{self.where}] {self.claim}", WRAP, subsequent_indent="  ")]
+        lines += [fill(f"paper: {self.paper}")] if self.paper else []
+        lines += [fill(f"metric: {self.metric}; criterion: {self.criterion}")]
+        lines += [fill(f"{self.verdict.upper()}: holds in {self.count}; ours: {self.numbers}")]
+        lines += [fill(f"governing, ours (paper): {self.governing}")] if self.governing else []
+        return "\n".join(lines)
+
+
+def verdict_counts(claims: list[Claim]) -> str:
+    """How many claims are reproduced, partly, not reproduced."""
+    counts = {v: sum(c.verdict == v for c in claims) for v in ("reproduced", "partly", "not reproduced")}
+    return ", ".join(f"{n} {v}" for v, n in counts.items())
+
+
+def format_claims(claims: list[Claim]) -> str:
+    """A claims table as text, one claim per paragraph, and the count of each verdict."""
+    return "\n".join(map(str, claims)) + "\n" + verdict_counts(claims)
+
+
+@dataclass(frozen=True)
+class ClaimsTable:
+    """Claims side by side: an HTML table (claim and metric, the paper, the criterion, ours, governing quantities,
+    verdict with k of n) in a notebook and the rendered book, :func:`format_claims`'s text elsewhere."""
+
+    claims: list[Claim]
+    title: str = ""
+
+    def __repr__(self) -> str:
+        return (f"--- {self.title} ---\n" if self.title else "") + format_claims(self.claims)
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        heads = ("claim", "paper", "criterion", "ours", "governing, ours (paper)", "verdict")
+        head = "".join(f"<th>{h}</th>" for h in heads)
+        rows = ""
+        for c in self.claims:
+            cells = (f"<b>{e(c.where)}</b>: {e(c.claim)}<br><small>{e(c.metric)}</small>", e(c.paper),
+                     e(c.criterion), e(c.numbers), e(c.governing), f"<b>{e(c.verdict)}</b><br>{e(c.count)}")
+            verdict = c.verdict.replace(" ", "-")
+            rows += "<tr>" + "".join(
+                f"<td data-label='{h}'" + (f" class='verdict-{verdict}'" if h == "verdict" else "") + f">{x}</td>"
+                for h, x in zip(heads, cells)) + "</tr>"
+        caption = e((self.title + ": " if self.title else "") + verdict_counts(self.claims))
+        return (f"<table class='ncbook-claims'><caption>{caption}</caption><thead><tr>{head}</tr></thead>"
+                f"<tbody>{rows}</tbody></table>")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# views: how a claim's runs are grouped, each returning (labels, groups) for one metric array
+
+
+def _end(r: dict, name: str, layer: str | None = None) -> np.ndarray:
+    v = r[name]
+    return v[..., -1] if layer is None else v[..., -1, layer_index(r, layer)]
+
+
+def _record(r: dict, at: str) -> int:
+    steps = np.asarray(r["steps"])
+    return {"start": 0, "end": len(steps) - 1, "fifth": int(np.searchsorted(steps, 0.2 * steps[-1])),
+            "drop": int(np.searchsorted(steps, 0.8 * steps[-1]))}[at]
+
+
+def view_end(r, name, layer=None):
+    """The value at the end of training (at a named layer)."""
+    return ["end"], [_end(r, name, layer)]
+
+
+def view_training(r, name, layer, at=("start", "end")):
+    """The value at a named layer at records of training: "start", "fifth" (20%), "drop" (the lr drop at 80%), "end"."""
+    if layer == "linear pairs":                                     # mean over the linear layers' pairs
+        v = np.nanmean(r[name][..., layers_of(r, "linear")], -1)
+        return list(at), [v[..., _record(r, a)] for a in at]
+    i = layer_index(r, layer)
+    return list(at), [r[name][..., _record(r, a), i] for a in at]
+
+
+def view_head_layers(r, name):
+    """At the end, every layer of the linear head from its input to the classifier's input."""
+    idx = range(layer_index(r, "head input"), layer_index(r, "deepest") + 1)
+    names = layer_names(r)
+    return [names[i] for i in idx], [r[name][..., -1, i] for i in idx]
+
+
+def view_pair_kinds(r, name, shown):
+    """At the end, the least balanced... per run: the smallest over the ReLU pairs shown and the largest over the
+    linear pairs (a linear layer and the next)."""
+    v = r[name][..., -1, :]
+    return (["ReLU pairs (min)", "linear pairs (max)"],
+            [np.nanmin(v[..., relu_pairs(r, shown)], -1), np.nanmax(v[..., layers_of(r, "linear")], -1)])
+
+
+def view_head_depths(r, name, end="last", depths=None):
+    """Per depth of a head sweep (all, or the positions ``depths``), the value at the end at the head's first layer
+    (its input) or last."""
+    out, depths = [], range(len(r["depths"])) if depths is None else depths
+    for d in depths:
+        role = "head input" if end == "first" else "deepest"
+        out.append(r[name][d][..., -1, layer_index(r, role, d)])
+    return [f"{int(r['depths'][d])} linear" for d in depths], out
+
+
+def view_nonlinear(r, name, kind, backbone, depths=(0, -1)):
+    """Jacot Fig. 3: per depth, the min or mean over the measured ReLU layers (after the backbone) at the end."""
+    out = []
+    for d in depths:
+        v = r[name][d][..., -1, :][..., layers_of(r, "hidden", d)[backbone:]]
+        out.append(np.nanmin(v, -1) if kind == "min" else np.nanmean(v, -1))
+    return [f"depth {int(r['depths'][d])}" for d in depths], out
+
+
+def view_last_relu(r, name):
+    """Jacot Fig. 3: the value at the last ReLU layer at the end, every depth, learning rate and seed."""
+    return ["last ReLU layer"], [np.stack([r[name][d][..., -1, layers_of(r, "hidden", d)[-1]]
+                                          for d in range(len(r["depths"]))])]
+
+
+def view_gram_end(r, name):
+    """The largest |cosine| between two class means at the classifier's input at the end (from the stored Gram
+    matrices): 0 when they are orthogonal (the identity of Jacot Figs. 1, 4)."""
+    G = r["class_mean_cosines"][..., layer_index(r, "deepest"), :, :]
+    off = np.abs(G - np.eye(G.shape[-1]) * np.diagonal(G, axis1=-2, axis2=-1)[..., None])
+    return ["end"], [np.max(off, axis=(-2, -1))]
+
+
+def view_gram_bound(r, name, at="fifth"):
+    """Wielandt's bound (κ² - 1)/(κ² + 1) on every |cosine| between two class means, κ = NC2 (the condition number of
+    the class means) at the classifier's input at a record of training (:func:`ncbook.metrics.cosine_bound`)."""
+    from .metrics import cosine_bound
+    k = r[name][..., _record(r, at), layer_index(r, "deepest")]
+    return [at], [cosine_bound(k)]
+
+
+def view_decay_rate(r, name, cfg, weight_decay):
+    """ln(balancedness at start / at the lr drop) of the linear pairs (mean) per unit of λt: gradient flow predicts
+    2 (the imbalance decays as exp(-2λt), Jacot Sec. 4.2)."""
+    v = np.nanmean(r[name][..., layers_of(r, "linear")], -1)
+    drop = _record(r, "drop")
+    t = decay_time_at(np.asarray(r["steps"])[[0, drop]], cfg, weight_decay)
+    return ["rate"], [np.log(v[..., 0] / v[..., drop]) / (t[1] - t[0])]
+
+
+def view_layerwise(r, name):
+    """Tirer Fig. 2: the value with one hidden layer and with all of them (arrays [seed, layers])."""
+    return ["1 layer", f"{r[name].shape[-1]} layers"], [r[name][:, 0], r[name][:, -1]]
+
+
+def view_settings(r, name, loss, settings, losses):
+    """Tirer Table 1: the deepest features' value at the end in the given weight-decay settings, one loss."""
+    v = _end(r, name, "deepest")[losses.index(loss)]                 # [seed, setting]
+    return list(settings), [v[:, ABLATIONS.index(s)] for s in settings]
+
+
+def view_h_over_w(r, name, loss, change, losses):
+    """Tirer Fig. 3-5: how far changing W and changing H move the deepest features' value from the baseline, H's
+    signed in the paper's direction (doubling lowers it, zeroing raises it): [|Δ_W|, Δ_H], over seeds."""
+    v = _end(r, name, "deepest")[losses.index(loss)]
+    key = "WDx2 for" if change == "doubling" else "WD=0 for"
+    sign = -1.0 if change == "doubling" else 1.0
+    base = v[:, 0]
+    dw = np.abs(v[:, ABLATIONS.index(f"{key} W")] - base)
+    dh = sign * (v[:, ABLATIONS.index(f"{key} H")] - base)
+    return [f"|Δ| {change} W", f"Δ {change} H (paper's way)"], [dw, dh]
+
+
+def view_roles(r, name, loss, losses):
+    """Tirer Figs. 4-5 (b) vs (c): the deepest and the intermediate features at the end, every seed and setting."""
+    li = losses.index(loss)
+    return ["deepest", "intermediate"], [_end(r, name, "deepest")[li], _end(r, name, "intermediate")[li]]
+
+
+def _blur_values(r, name, blurred):
+    """[setting, seed(, other class)] at the end: NC1(k) of the classes not blurred, else the deepest features' value
+    (NC3 at the classifier)."""
+    if name == "nc1_per_class":
+        others = [k for k in range(r[name].shape[-1]) if k not in blurred]
+        return r[name][:, :, -1, :][..., others]
+    return r[name][:, :, -1, -1 if name == "nc3_etf_distance" else layer_index(r, "deepest")]
+
+
+def view_blur_vs_clean(r, name, blurred, setting):
+    """Tirer Fig. 6 (a) against (b)-(d): clean and blurred at the ``setting``-th last-layer weight decay, per seed (and
+    per other class for NC1(k))."""
+    v = _blur_values(r, name, blurred)
+    return ["clean", f"blurred, λ_W {r['weight_decays_last'][setting]:g}"], [v[0], v[setting + 1]]
+
+
+def view_blur_lambda(r, name, blurred):
+    """Tirer Fig. 6 (b)-(d): on the blurred data, from the largest last-layer weight decay to the smallest."""
+    order = np.argsort(r["weight_decays_last"])[::-1]
+    v = _blur_values(r, name, blurred)
+    return [f"λ_W {r['weight_decays_last'][s]:g}" for s in order], [v[s + 1] for s in order]
+
+
+VIEWS = {f.__name__[5:]: f for f in (view_end, view_training, view_head_layers, view_pair_kinds, view_head_depths,
+                                     view_nonlinear, view_last_relu, view_gram_end, view_gram_bound, view_decay_rate,
+                                     view_layerwise, view_settings, view_h_over_w, view_roles, view_blur_vs_clean,
+                                     view_blur_lambda)}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# reading a spec: the one function every row goes through
+
+
+def _summary(labels: list[str], groups: list[np.ndarray], fmt: str = ".3g") -> str:
+    def one(v):
+        v = np.asarray(v, dtype=float).ravel()
+        if v.size > 6:
+            spread = f"{np.nanmin(v):{fmt}} to {np.nanmax(v):{fmt}}"
+            return f"{np.nanmean(v):{fmt}}\u00a0±\u00a0{np.nanstd(v):{fmt}} ({spread})"
+        return ", ".join(f"{x:{fmt}}" for x in v)
+    return "; ".join(f"{label}: {one(v)}" for label, v in zip(labels, groups))
+
+
+def evaluate(spec: Spec, results: dict[str, dict], governing: str = "") -> Claim:
+    """A claims-table row from a :class:`Spec` on cached ``results`` (by experiment name), by :func:`judge`."""
+    holds, direction, separated, numbers = [], True, None, []
+    for metric in spec.metrics:
+        name = PAPER_METRICS[spec.paper][metric]
+        labels, groups = VIEWS[spec.view](results[spec.result], name, **spec.args)
+        j = judge(groups, spec.criterion)
+        holds.append(j.holds)
+        direction &= j.direction
+        if j.separated is not None:
+            separated = j.separated if separated is None else separated and j.separated
+        k = f"{int(j.holds.sum())}/{j.holds.size} hold"
+        numbers.append((f"{metric} ({name}; {k}) " if len(spec.metrics) > 1 else "") + _summary(labels, groups))
+    h = np.concatenate(holds)
+    return Claim(spec.where, spec.claim, h, spec.runs, "; ".join(numbers), separated, spec.sentence, governing,
+                 metric=", ".join(f"{m} = {PAPER_METRICS[spec.paper][m]}" for m in spec.metrics),
+                 criterion=spec.criterion.text, direction=direction)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the claims of Jacot et al. Sec. 6 and App. A (Figs. 1-5)
+
+ZERO_ERROR = Criterion("at most", 0.0, text="zero training error at the end")
+
+
+def _deep_head_specs(where: str, result: str, shown: str, weight_decay: float, cfg) -> list[Spec]:
+    """Jacot et al. Fig. 1 / Fig. 4: one network per seed; the figure shows the layers from ``shown`` on."""
+    J = "Jacot"
+    return [
+        Spec(J, where, "implied: the collapse is of an interpolating network (no training error printed)",
+             "the network fits its training data", ("error",), result, "end", ZERO_ERROR, "seeds"),
+        Spec(J, where, "\"the collapse is reached throughout the training\" (NC1 curves; no value printed)",
+             "collapse is reached: NC1 at the classifier's input falls", ("NC1",), result, "training",
+             Criterion("down", 100, text="falls at least 100-fold from the start to the end of training"), "seeds",
+             {"layer": "deepest"}),
+        Spec(J, where, "\"the NC2 metric improves progressively with each layer of the linear head\"",
+             "NC2 improves with each layer of the linear head", ("NC2",), result, "head_layers",
+             Criterion("down", text="each layer's NC2 below the previous layer's, at the end"),
+             "(seed, layer) pairs"),
+        Spec(J, where, "\"the gram matrices of the class-means ... rapidly converge towards the identity\"",
+             "the class means' Gram matrix at the classifier's input ends at the identity", ("Gram",), result,
+             "gram_end", Criterion("at most", 0.1, text="every off-diagonal |cosine| at most 0.1 at the end"),
+             "seeds"),
+        Spec(J, where, "\"the gram matrices of the class-means ... rapidly converge towards the identity\"",
+             "rapidly: near the identity a fifth of the way into training", ("NC2",), result, "gram_bound",
+             Criterion("at most", 0.1, text="rapidly: at 20% of training Wielandt's bound (κ²-1)/(κ²+1) from NC2 "
+                       "= κ keeps every |cosine| at most 0.1"), "seeds"),
+        Spec(J, where, "linear pairs plateau \"at a rather small value\", the non-linear ones \"at a significantly "
+             "larger value\"", "the linear layers end far more balanced than the non-linear ones", ("balancedness",),
+             result, "pair_kinds", Criterion("down", 5, text="significantly: the least balanced linear pair at "
+                                             "least 5 times below the most balanced ReLU pair"), "seeds",
+             {"shown": shown}),
+        Spec(J, where, "\"the metric capturing the balancedness exponentially decreases until it plateaus\"",
+             "the linear layers' balancedness first decays exponentially at the rate gradient flow predicts",
+             ("balancedness",), result, "decay_rate",
+             Criterion("at least", 1.0, text="exponentially: before the lr drop, ln(fall) / λt at least 1, half the "
+                       "rate 2 of exp(-2λt) (Sec. 4.2)"), "seeds", {"cfg": cfg, "weight_decay": weight_decay}),
+        Spec(J, where, "\"then again it exponentially decreases at a smaller rate after reducing the learning "
+             "rate\"", "after the lr drop the linear layers' balancedness falls again", ("balancedness",), result,
+             "training", Criterion("down", 1 / 0.95, text="the linear pairs' mean falls by 5% at least from the "
+                                   "drop to the end"), "seeds", {"layer": "linear pairs", "at": ("drop", "end")}),
+    ]
+
+
+def _head_sweep_specs(where: str, result: str) -> list[Spec]:
+    """Jacot et al. Fig. 2 (MLP left, ResNet right; Fig. 5 the ResNet on MNIST): heads of 1 to 5 (6) linear layers."""
+    J = "Jacot"
+    return [
+        Spec(J, where, "\"NC2 significantly improves in the last layer as the depth of the linear head increases\"",
+             "NC2 at the head's last layer improves with every added linear layer", ("NC2",), result, "head_depths",
+             Criterion("down", text="lower with each added layer; significantly: the means by the margin"),
+             "(seed, weight decay) runs x added layer", {"end": "last"}),
+        Spec(J, where, "\"it gets slightly worse in the input layer to the linear head\"",
+             "NC2 at the head's input gets slightly worse as the head deepens", ("NC2",), result, "head_depths",
+             Criterion("up", 1.0, cap=2.0, text="slightly: higher with the deepest head than with the shallowest, "
+                       "by at most a factor 2"), "(seed, weight decay) runs", {"end": "first", "depths": (0, -1)}),
+        Spec(J, where, "\"The NC1 does not have a strong dependence with the number of layers\"",
+             "NC1 at the head's last layer does not depend strongly on its depth", ("NC1",), result, "head_depths",
+             Criterion("flat", 10 ** 0.5, text="not strongly: largest over smallest across depths at most √10 (half "
+                       "a decade)"), "(seed, weight decay) runs", {"end": "last"}),
+    ]
+
+
+FIG3_PAPER = {
+    ("balancedness", "min"): "\"Balancedness clearly improves with depth ... in the most balanced layer\"",
+    ("balancedness", "mean"): "\"Balancedness clearly improves with depth, both on average per layer\"",
+    ("negativity", "min"): "\"the non-negativity of the layer that least uses the ReLU clearly decreases\"",
+    ("negativity", "mean"): "\"a decrease in the mean negativity is also reported (although less pronounced)\"",
+}
+"""What Jacot et al. Sec. 6 says of each Fig. 3 curve (the paper prints no values)."""
+
+
+def jacot_specs(scale: str = "cpu") -> list[Spec]:
+    """Every quantitative claim of Jacot et al. Sec. 6 and App. A as data, at ``scale`` (for the λt of its runs)."""
+    mlp, fig1 = get_experiment("jacot_mlp").config(scale), get_experiment("jacot_resnet_fig1").config(scale)
+    nd = get_experiment("jacot_nonlinear_depth").config(scale)
+    specs = _deep_head_specs("Fig. 4, MLP", "jacot_mlp", "hidden 3", mlp.weight_decays[0], mlp)
+    specs += _deep_head_specs("Fig. 1, ResNet", "jacot_resnet_fig1", "hidden 1", fig1.weight_decays[0], fig1)
+    specs += _head_sweep_specs("Fig. 2, MLP", "jacot_head_depth")
+    specs += _head_sweep_specs("Fig. 2 right / 5, ResNet", "jacot_resnet_head")
+    for name in ("balancedness", "negativity"):
+        for kind in ("min", "mean"):
+            specs.append(Spec("Jacot", "Fig. 3", FIG3_PAPER[(name, kind)], f"the {kind} {name} of the non-linear "
+                              "layers is lower in the deepest network than in the shallowest", (name,),
+                              "jacot_nonlinear_depth", "nonlinear",
+                              Criterion("down", text="lower at the largest depth; clearly: the means by the margin"),
+                              "(learning rate, seed) runs", {"kind": kind, "backbone": nd.backbone}))
+    specs.append(Spec("Jacot", "Fig. 3", "\"the last non-linear layer(s) always exhibit significant negativity\"",
+                      "the last ReLU layer is significantly negative at every depth", ("negativity",),
+                      "jacot_nonlinear_depth", "last_relu",
+                      Criterion("at least", 0.1, text="significant: negativity at least 0.1 (a tenth of the "
+                                "pre-activations' norm cut by the ReLU), in every run"),
+                      "(depth, learning rate, seed) runs"))
+    return specs
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the claims of Tirer et al. Sec. 6 and App. E (Figs. 2-6, Table 1)
+
+
+def _paper_changes(loss: str, who: str) -> str:
+    """The relative changes of NC1 in Tirer et al.'s Table 1 (MNIST) when λ_who is doubled and zeroed."""
+    from .compare import TIRER_TABLE1
+    v = TIRER_TABLE1[f"MNIST, {loss.upper()}"]["NC1"]
+    base = v[0]
+    return (f"{v[ABLATIONS.index(f'WDx2 for {who}')] / base - 1:+.0%} / "
+            f"{v[ABLATIONS.index(f'WD=0 for {who}')] / base - 1:+.0%}")
+
+
+def tirer_specs(losses: tuple[str, ...] = ("mse", "ce"), blurred: tuple[int, ...] = (4, 9)) -> list[Spec]:
+    """Every quantitative claim of Tirer et al. Sec. 6 and App. E as data: ``losses`` in the ablation's order and the
+    ``blurred`` classes of the blur run."""
+    T = "Tirer"
+    specs = [Spec(T, "Fig. 2", "\"decrease in both NC1 and gNC1 as we add more hidden layers\" (read off Fig. 2)",
+                  "NC1 and gNC1 decrease as hidden layers are added and trained one at a time", ("NC1", "gNC1"),
+                  "tirer_layerwise", "layerwise", Criterion("down", text="lower with all layers than with one"),
+                  "seeds per metric"),
+             Spec(T, "Sec. 6", "\"In all the settings, we reach zero training error at the 40 epoch approximately\"",
+                  "every setting of the ablation reaches zero training error", ("error",), "tirer_wd_ablation", "end",
+                  ZERO_ERROR, "(loss, seed, setting) runs")]
+    for result, where in (("tirer_wd_ablation", "Figs. 3, 5, Table 1"), ("tirer_wd_ablation@300", "Fig. 4")):
+        for loss in losses:
+            for change in ("doubling", "zeroing"):
+                specs.append(Spec(
+                    T, f"{where}, {loss.upper()}", "\"modifying the WD in the feature mapping increases the deviation "
+                    "from the baseline more than modifying the WD of the last layer\"",
+                    f"{change} the feature layers' weight decay (H) moves NC1 and NC2 the paper's way and further "
+                    "than the same change of the last layer's (W)", ("NC1", "NC2"), result, "h_over_w",
+                    Criterion("up", text=f"Δ_H (signed: {'down' if change == 'doubling' else 'up'} is the paper's "
+                              "way) above |Δ_W|, on NC1 and on NC2"), "seeds per metric",
+                    {"loss": loss, "change": change, "losses": losses}))
+    for loss in losses:
+        for who, name, sentence in (
+                ("H", "feature", "\"Reducing (zeroing) the WD in the feature mapping increases the distance from "
+                 "exact NC ..., while increasing the WD decreases the gap\""),
+                ("W", "last-layer", f"\"sometimes (e.g., with CE loss) increasing the WD of the last layer can also "
+                 f"decrease the gap\"; Table 1 (MNIST): NC1 {_paper_changes(loss, 'W')} doubled / zeroed")):
+            specs.append(Spec(T, f"Table 1, {loss.upper()}", sentence, f"more {name} weight decay, closer to "
+                              f"collapse: λ_{who} zeroed > baseline > λ_{who} doubled", ("NC1", "NC2"),
+                              "tirer_wd_ablation", "settings", Criterion("down", text="lower at each step"),
+                              "seeds x step per metric",
+                              {"loss": loss, "settings": (f"WD=0 for {who}", "baseline", f"WDx2 for {who}"),
+                               "losses": losses}))
+    if "ce" in losses:
+        for result, where in (("tirer_wd_ablation", "Fig. 5 (c), CE"), ("tirer_wd_ablation@300", "Fig. 4 (c), CE")):
+            specs.append(Spec(T, where, "NC1 and NC2 larger in the intermediate features (Figs. 4c, 5c against "
+                              "4b, 5b; CE)", "NC1 and NC2 are larger in the intermediate features than in the "
+                              "deepest", ("NC1", "NC2"), result, "roles",
+                              Criterion("up", text="larger at the intermediate layer"),
+                              "(seed, setting) runs per metric", {"loss": "ce", "losses": losses}))
+    specs += [
+        Spec(T, "Fig. 6 (b)", "\"The effect of the blurred classes on the NC metrics (avg. and other classes) is "
+             "minor\" (λ_W = 5e-4)", "at λ_W = 5e-4 blurring two classes changes the other classes' NC1(k) and "
+             "NC1 little", ("NC1(k)", "NC1"), "tirer_blur", "blur_vs_clean",
+             Criterion("flat", 1.1, text="minor: blurred and clean within 10% of each other, every other class "
+                       "(NC1(k)) and the mean (NC1)"), "(seed, other class) and seed runs",
+             {"blurred": blurred, "setting": 0}),
+        Spec(T, "Fig. 6 (c)", "\"The blurred classes affect the per-class NC1 of other classes and the NC metrics "
+             "increase\" (λ_W = 5e-5)", "at λ_W = 5e-5 blurring raises every other class's NC1(k) and NC1, NC2, "
+             "NC3", ("NC1(k)", "NC1", "NC2", "NC3"), "tirer_blur", "blur_vs_clean",
+             Criterion("up", text="higher blurred than clean"), "(seed, other class) and seed runs",
+             {"blurred": blurred, "setting": 1}),
+        Spec(T, "Fig. 6 (d)", "\"small WD in the last layer increases the effect of the per-class NC1 curves of "
+             "the blurred classes on the other classes, and increases also the other NC metrics\"",
+             "a smaller last-layer weight decay increases the other classes' NC1(k), NC1, NC2 and NC3 on the "
+             "blurred data", ("NC1(k)", "NC1", "NC2", "NC3"), "tirer_blur", "blur_lambda",
+             Criterion("up", text="higher at each smaller λ_W (5e-4, 5e-5, 0)"),
+             "(seed, other class) and seed runs x step", {"blurred": blurred}),
+        Spec(T, "Fig. 6", "\"in all of the settings we reached zero training error at the 40 epoch approximately\"",
+             "every blur setting reaches zero training error", ("error",), "tirer_blur", "end", ZERO_ERROR,
+             "(setting, seed) runs"),
+    ]
+    return specs
+
+
+GOVERNS = {"Fig. 4, MLP": "jacot_mlp", "Fig. 1, ResNet": "jacot_resnet_fig1", "Fig. 2, MLP": "jacot_head_depth",
+           "Fig. 2 right / 5, ResNet": "jacot_resnet_head", "Fig. 3": "jacot_nonlinear_depth"}
+
+
+def _governing(spec: Spec, scale: str | None) -> str:
+    """The row's governing quantities, ours (the paper's), with the paper's settings we assume and its runs."""
+    if scale is None:
+        return ""
+    name, overrides, paper = spec.result, {}, None
+    if spec.paper == "Jacot":
+        name = GOVERNS[spec.where]
+    elif name == "tirer_wd_ablation@300":
+        name, overrides, paper = "tirer_wd_ablation", {"per_class": 300}, {"dataset": "mnist", "per_class": 3000}
+    elif name == "tirer_wd_ablation":
+        paper = {"dataset": "mnist", "per_class": 5000}
+    parts = [governing_text(name, scale, paper=paper, **overrides)]
+    if spec.where.startswith("Table 1"):
+        parts.append("Table 1's MNIST samples per class not stated (Figs. 4, 5: 3K, 5K; compared with 5K)")
+    parts += [t for t in (assumptions_text(name),) if t]
+    exp = get_experiment(name)
+    ours, theirs = (len(getattr(exp.config(s), "seeds", ())) for s in (scale, "paper"))
+    if ours and theirs:
+        parts.append(f"seeds {ours} (paper {theirs})")
+    return "; ".join(parts)
+
+
+def jacot_claims(results: dict[str, dict], scale: str | None = None) -> list[Claim]:
+    """Every claim of Jacot et al. on cached ``results`` (by experiment name), each checked on every run."""
+    runs = {k: _one_network(v) if k in ("jacot_mlp", "jacot_resnet_fig1") else v for k, v in results.items()}
+    return [evaluate(s, runs, _governing(s, scale)) for s in jacot_specs(scale or "cpu")]
+
+
+def tirer_claims(results: dict[str, dict], losses: tuple[str, ...], blurred: tuple[int, ...],
+                 scale: str | None = None) -> list[Claim]:
+    """Every claim of Tirer et al. on cached ``results`` (by experiment name; the 300-per-class ablation as
+    "tirer_wd_ablation@300"), each checked on every run."""
+    return [evaluate(s, results, _governing(s, scale)) for s in tirer_specs(losses, blurred)]
+
+
+def _one_network(r: dict) -> dict:
+    """Jacot Figs. 1 and 4 train one network per seed: drop the result's depth and weight-decay axes of length one,
+    leaving [seed, record(, layer)] (and [seed, layer, K, K] for the class-mean cosines)."""
+    out = dict(r)
+    for k, v in r.items():
+        v = np.asarray(v)
+        if k == "layer_names" and v.ndim == 2:
+            out[k] = v[0]
+        elif k == "class_mean_cosines":
+            out[k] = v.reshape(-1, *v.shape[-3:])
+        elif k in ("loss", "train_error"):
+            out[k] = v.reshape(-1, v.shape[-1])
+        elif v.ndim >= 3:
+            out[k] = v.reshape(-1, *v.shape[-2:])
+    return out

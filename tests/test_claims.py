@@ -1,0 +1,151 @@
+"""ncbook.claims: the one verdict rule, the claims as data, each paper's own metrics."""
+
+import numpy as np
+import pytest
+
+from ncbook import claims, metrics
+from ncbook.claims import Criterion, judge
+
+DOWN = Criterion("down")
+
+
+def test_a_change_in_the_wrong_direction_is_not_reproduced_however_large():
+    """Every run but one moves the paper's way, yet the group means move the other way (one huge run): not
+    reproduced; the same runs without it: reproduced."""
+    a = np.array([1.0, 1.0, 1.0, 1.0])
+    b = np.array([0.9, 0.9, 0.9, 50.0])
+    j = judge([a, b], DOWN)
+    assert j.holds.tolist() == [True, True, True, False] and not j.direction
+    assert claims.grade(int(j.holds.sum()), j.holds.size, j.direction, j.separated) == "not reproduced"
+    j = judge([a[:3] + [0.0, 0.01, 0.02], b[:3] - 0.5], DOWN)
+    assert j.direction and j.separated and claims.grade(3, 3, j.direction, j.separated) == "reproduced"
+
+
+def test_the_margin_is_in_the_stated_direction_and_on_every_metric():
+    """Two groups of SD 2.5: means 4.8 apart fall short of 2 x 2.5 = 5.0 (the referee's NC2-under-doubling case:
+    partly although every run holds), 5.2 apart clear it; a move the wrong way never clears it; a row naming two
+    metrics needs the margin on both."""
+    a = np.array([7.5, 2.5, 7.5, 2.5])
+    close, far = judge([a, a - 4.8], DOWN), judge([a, a - 5.2], DOWN)
+    assert close.holds.all() and close.direction and close.separated is False
+    assert claims.grade(4, 4, close.direction, close.separated) == "partly"
+    assert far.separated is True and claims.grade(4, 4, far.direction, far.separated) == "reproduced"
+    up = judge([a, a + 20], DOWN)
+    assert up.separated is False and up.direction is False
+    spec = claims.Spec("Tirer", "x", "", "", ("NC1", "NC2"), "r", "end", DOWN, "seeds")
+    two = {"nc1_pinv": np.stack([a, a - 5.2], -1)[:, None, :], "nc2_etf_distance": np.stack([a, a - 4.8], -1)[:, None, :]}
+    two = {k: np.moveaxis(v, -1, 0) for k, v in two.items()}       # [group, seed, record]
+    claims.VIEWS["groups"] = lambda r, name: (["a", "b"], [r[name][0, :, -1], r[name][1, :, -1]])
+    try:
+        row = claims.evaluate(claims.Spec("Tirer", "x", "", "", ("NC1", "NC2"), "r", "groups", DOWN, "seeds"),
+                              {"r": two})
+        assert row.holds.all() and row.separated is False and row.verdict == "partly"
+    finally:
+        del claims.VIEWS["groups"]
+    assert spec.metrics == ("NC1", "NC2")
+
+
+def test_graded_verdicts_separate_six_of_thirty_from_twenty_nine():
+    assert claims.grade(29, 30, True, True) == "reproduced"
+    assert claims.grade(29, 30, True, False) == "partly"
+    assert claims.grade(20, 30, True, True) == "partly"
+    assert claims.grade(6, 30, True, True) == "not reproduced"
+    assert claims.grade(15, 30) == "partly" and claims.grade(14, 30) == "not reproduced"
+    assert claims.grade(30, 30, False, True) == "not reproduced"
+
+
+def test_a_qualifier_is_a_bound():
+    """"slightly worse" (up, at most x2) fails on a x10 rise and on a fall; "minor" (flat 1.1) fails on +40%;
+    "at least" / "at most" levels."""
+    slightly = Criterion("up", 1.0, cap=2.0)
+    a = np.ones(3)
+    assert judge([a, a * 1.5], slightly).holds.all()
+    assert not judge([a, a * 10], slightly).holds.any() and judge([a, a * 10], slightly).direction
+    assert not judge([a, a * 0.9], slightly).direction
+    minor = Criterion("flat", 1.1)
+    assert judge([a, a * 1.05], minor).holds.all() and not judge([a, a * 1.4], minor).holds.any()
+    assert judge([np.array([0.0, 0.01])], Criterion("at most", 0.0)).holds.tolist() == [True, False]
+    with pytest.raises(ValueError, match="criterion kind"):
+        judge([a, a], Criterion("sideways"))
+
+
+def test_each_paper_is_measured_with_its_own_metrics():
+    """Every Jacot row reads the trace-ratio NC1 and the condition-number NC2; every Tirer row the pseudo-inverse NC1
+    and the ETF-distance NC2. Fails if a Jacot row is measured with Tirer's NC1 or the reverse."""
+    assert claims.PAPER_METRICS["Jacot"]["NC1"] == "nc1_trace_ratio"
+    assert claims.PAPER_METRICS["Jacot"]["NC2"] == "nc2_condition_number"
+    assert claims.PAPER_METRICS["Tirer"]["NC1"] == "nc1_pinv"
+    assert claims.PAPER_METRICS["Tirer"]["NC2"] == "nc2_etf_distance"
+    jacot, tirer = claims.jacot_specs("cpu"), claims.tirer_specs()
+    assert {s.paper for s in jacot} == {"Jacot"} and {s.paper for s in tirer} == {"Tirer"}
+    used = {claims.PAPER_METRICS[s.paper][m] for s in jacot for m in s.metrics}
+    assert "nc1_trace_ratio" in used and "nc1_pinv" not in used and "nc2_etf_distance" not in used
+    used = {claims.PAPER_METRICS[s.paper][m] for s in tirer for m in s.metrics}
+    assert "nc1_pinv" in used and "nc2_condition_number" not in used
+    assert all(s.view in claims.VIEWS and s.criterion.text for s in jacot + tirer)
+
+
+def _deep_head_result(S=3, R=11):
+    """A synthetic Fig. 1/4 result: 1 backbone, 3 ReLU, 2 linear, output; every claim holds on every seed."""
+    names = np.array(["backbone", "hidden 1", "hidden 2", "hidden 3", "linear 1", "linear 2", "output"])
+    n = len(names)
+    r = {"steps": np.arange(R) * 100.0, "train_error": np.zeros((S, R)), "layer_names": names}
+    r["nc1_trace_ratio"] = np.ones((S, R, n))
+    r["nc1_trace_ratio"][:, -1] = 1e-3
+    r["nc1_pinv"] = np.ones((S, R, n))                               # Tirer's NC1 never falls
+    k = np.full((S, R, n), 1.01)
+    k[:, 0] = 50.0
+    k[:, -1, 3:6] = [4.0, 2.0, 1.01]
+    r["nc2_condition_number"] = k
+    bal = np.full((S, R, n), np.nan)
+    bal[:, :, 1:3] = 1.0
+    bal[:, :, 4:6] = np.exp(-np.linspace(0, 3, R))[None, :, None]
+    r["balancedness"] = bal
+    r["class_mean_cosines"] = np.tile(np.eye(10), (S, n, 1, 1))
+    return r
+
+
+def test_a_jacot_row_fails_when_measured_with_tirers_nc1():
+    """The collapse row reads tr Σ_W / tr Σ_B; mapped to Tirer's pseudo-inverse NC1 (flat here) it fails."""
+    class Cfg:
+        steps, lr, lr_drops, momentum = 1000, 1.0, (0.8,), 0.0
+    spec = next(s for s in claims._deep_head_specs("Fig. 4", "x", "hidden 1", 1e-3, Cfg) if "collapse" in s.claim)
+    assert claims.evaluate(spec, {"x": _deep_head_result()}).verdict == "reproduced"
+    swapped = dict(claims.PAPER_METRICS["Jacot"], NC1="nc1_pinv")
+    claims.PAPER_METRICS["Jacot"], saved = swapped, claims.PAPER_METRICS["Jacot"]
+    try:
+        assert claims.evaluate(spec, {"x": _deep_head_result()}).verdict == "not reproduced"
+    finally:
+        claims.PAPER_METRICS["Jacot"] = saved
+
+
+def test_deep_head_rows_hold_on_a_collapsing_result_and_fail_where_a_seed_fails():
+    class Cfg:
+        steps, lr, lr_drops, momentum = 1000, 1.0, (0.8,), 0.0
+    specs = claims._deep_head_specs("Fig. 1", "x", "hidden 1", 1e-3, Cfg)
+    r = _deep_head_result()
+    got = {s.claim[:20]: claims.evaluate(s, {"x": r}).verdict for s in specs}
+    assert set(got.values()) == {"reproduced"}, got
+    r["nc2_condition_number"][1, -1, 5] = 3.0                       # seed 1: NC2 worse at the last head layer
+    r["train_error"][0, -1] = 0.01
+    r["class_mean_cosines"][2, -2, 0, 1] = 0.5
+    rows = {s.claim[:20]: claims.evaluate(s, {"x": r}) for s in specs}
+    assert rows["the network fits its"].holds.tolist() == [False, True, True]
+    assert rows["the class means' Gra"].holds.tolist() == [True, True, False]
+    assert rows["NC2 improves with ea"].verdict == "partly"
+
+
+def test_cosine_bound_is_wielandts_and_tight():
+    """Every pairwise |cosine| of a matrix's columns is at most (κ²-1)/(κ²+1); two unit columns at angle θ attain it."""
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        M = rng.normal(size=(12, 4)) @ np.diag(rng.uniform(0.1, 3, 4))
+        s = np.linalg.svd(M, compute_uv=False)
+        C = M / np.linalg.norm(M, axis=0)
+        cos = np.abs(C.T @ C - np.eye(4)).max()
+        assert cos <= metrics.cosine_bound(s[0] / s[-1]) + 1e-12
+    c = 0.6
+    M = np.array([[1.0, c], [0.0, np.sqrt(1 - c * c)]])
+    s = np.linalg.svd(M, compute_uv=False)
+    assert metrics.cosine_bound(s[0] / s[1]) == pytest.approx(c, rel=1e-12)
+    assert metrics.cosine_bound(np.inf) == 1.0 and metrics.cosine_bound(1.0) == 0.0
