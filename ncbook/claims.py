@@ -150,7 +150,7 @@ class Claim:
     @property
     def count(self) -> str:
         """k of n runs, and why a comparison that holds in most runs is not reproduced, if it is not."""
-        why = ("; group means move the wrong way" if not self.direction else
+        why = ("; group means against the claim" if not self.direction else
                f"; effect within {MARGIN:g} SDs" if self.separated is False else "")
         return f"{int(np.sum(self.holds))} of {np.size(self.holds)} {self.runs}{why}"
 
@@ -383,7 +383,8 @@ def evaluate(spec: Spec, results: dict[str, dict], governing: str = "") -> Claim
         k = f"{int(j.holds.sum())}/{j.holds.size} hold"
         numbers.append((f"{metric} ({name}; {k}) " if len(spec.metrics) > 1 else "") + _summary(labels, groups))
     h = np.concatenate(holds)
-    return Claim(spec.where, spec.claim, h, spec.runs, "; ".join(numbers), separated, spec.sentence, governing,
+    runs = spec.runs + (f" x {len(spec.metrics)} metrics" if len(spec.metrics) > 1 else "")
+    return Claim(spec.where, spec.claim, h, runs, "; ".join(numbers), separated, spec.sentence, governing,
                  metric=", ".join(f"{m} = {PAPER_METRICS[spec.paper][m]}" for m in spec.metrics),
                  criterion=spec.criterion.text, direction=direction)
 
@@ -461,13 +462,19 @@ FIG3_PAPER = {
 """What Jacot et al. Sec. 6 says of each Fig. 3 curve (the paper prints no values)."""
 
 
-def jacot_specs(scale: str = "cpu") -> list[Spec]:
-    """Every quantitative claim of Jacot et al. Sec. 6 and App. A as data, at ``scale`` (for the λt of its runs)."""
+X10 = "jacot_head_depth@lr=0.05"
+"""Fig. 2's MLP sweep at lr 0.05: ten times the λt of the `cpu` scale, which matches the paper's assumed λt."""
+
+
+def jacot_specs(scale: str = "cpu", x10: bool = False) -> list[Spec]:
+    """Every quantitative claim of Jacot et al. Sec. 6 and App. A as data, at ``scale`` (for the λt of its runs);
+    with ``x10`` also Fig. 2's MLP rows on :data:`X10`."""
     mlp, fig1 = get_experiment("jacot_mlp").config(scale), get_experiment("jacot_resnet_fig1").config(scale)
     nd = get_experiment("jacot_nonlinear_depth").config(scale)
     specs = _deep_head_specs("Fig. 4, MLP", "jacot_mlp", "hidden 3", mlp.weight_decays[0], mlp)
     specs += _deep_head_specs("Fig. 1, ResNet", "jacot_resnet_fig1", "hidden 1", fig1.weight_decays[0], fig1)
     specs += _head_sweep_specs("Fig. 2, MLP", "jacot_head_depth")
+    specs += _head_sweep_specs("Fig. 2, MLP, λt x10", X10) if x10 else []
     specs += _head_sweep_specs("Fig. 2 right / 5, ResNet", "jacot_resnet_head")
     for name in ("balancedness", "negativity"):
         for kind in ("min", "mean"):
@@ -505,7 +512,7 @@ def tirer_specs(losses: tuple[str, ...] = ("mse", "ce"), blurred: tuple[int, ...
     specs = [Spec(T, "Fig. 2", "\"decrease in both NC1 and gNC1 as we add more hidden layers\" (read off Fig. 2)",
                   "NC1 and gNC1 decrease as hidden layers are added and trained one at a time", ("NC1", "gNC1"),
                   "tirer_layerwise", "layerwise", Criterion("down", text="lower with all layers than with one"),
-                  "seeds per metric"),
+                  "seeds"),
              Spec(T, "Sec. 6", "\"In all the settings, we reach zero training error at the 40 epoch approximately\"",
                   "every setting of the ablation reaches zero training error", ("error",), "tirer_wd_ablation", "end",
                   ZERO_ERROR, "(loss, seed, setting) runs")]
@@ -518,7 +525,7 @@ def tirer_specs(losses: tuple[str, ...] = ("mse", "ce"), blurred: tuple[int, ...
                     f"{change} the feature layers' weight decay (H) moves NC1 and NC2 the paper's way and further "
                     "than the same change of the last layer's (W)", ("NC1", "NC2"), result, "h_over_w",
                     Criterion("up", text=f"Δ_H (signed: {'down' if change == 'doubling' else 'up'} is the paper's "
-                              "way) above |Δ_W|, on NC1 and on NC2"), "seeds per metric",
+                              "way) above |Δ_W|, on NC1 and on NC2"), "seeds",
                     {"loss": loss, "change": change, "losses": losses}))
     for loss in losses:
         for who, name, sentence in (
@@ -529,7 +536,7 @@ def tirer_specs(losses: tuple[str, ...] = ("mse", "ce"), blurred: tuple[int, ...
             specs.append(Spec(T, f"Table 1, {loss.upper()}", sentence, f"more {name} weight decay, closer to "
                               f"collapse: λ_{who} zeroed > baseline > λ_{who} doubled", ("NC1", "NC2"),
                               "tirer_wd_ablation", "settings", Criterion("down", text="lower at each step"),
-                              "seeds x step per metric",
+                              "seeds x step",
                               {"loss": loss, "settings": (f"WD=0 for {who}", "baseline", f"WDx2 for {who}"),
                                "losses": losses}))
     if "ce" in losses:
@@ -538,7 +545,7 @@ def tirer_specs(losses: tuple[str, ...] = ("mse", "ce"), blurred: tuple[int, ...
                               "4b, 5b; CE)", "NC1 and NC2 are larger in the intermediate features than in the "
                               "deepest", ("NC1", "NC2"), result, "roles",
                               Criterion("up", text="larger at the intermediate layer"),
-                              "(seed, setting) runs per metric", {"loss": "ce", "losses": losses}))
+                              "(seed, setting) runs", {"loss": "ce", "losses": losses}))
     specs += [
         Spec(T, "Fig. 6 (b)", "\"The effect of the blurred classes on the NC metrics (avg. and other classes) is "
              "minor\" (λ_W = 5e-4)", "at λ_W = 5e-4 blurring two classes changes the other classes' NC1(k) and "
@@ -564,21 +571,21 @@ def tirer_specs(losses: tuple[str, ...] = ("mse", "ce"), blurred: tuple[int, ...
     return specs
 
 
-GOVERNS = {"Fig. 4, MLP": "jacot_mlp", "Fig. 1, ResNet": "jacot_resnet_fig1", "Fig. 2, MLP": "jacot_head_depth",
-           "Fig. 2 right / 5, ResNet": "jacot_resnet_head", "Fig. 3": "jacot_nonlinear_depth"}
+GOVERNS = {"jacot_mlp": ("jacot_mlp", {}), "jacot_resnet_fig1": ("jacot_resnet_fig1", {}),
+           "jacot_head_depth": ("jacot_head_depth", {}), X10: ("jacot_head_depth", {"lr": 0.05}),
+           "jacot_resnet_head": ("jacot_resnet_head", {}), "jacot_nonlinear_depth": ("jacot_nonlinear_depth", {}),
+           "tirer_layerwise": ("tirer_layerwise", {}), "tirer_blur": ("tirer_blur", {}),
+           "tirer_wd_ablation": ("tirer_wd_ablation", {}), "tirer_wd_ablation@300": ("tirer_wd_ablation",
+                                                                                   {"per_class": 300})}
+"""The experiment (and overrides) behind each name a spec's ``result`` uses."""
 
 
 def _governing(spec: Spec, scale: str | None) -> str:
     """The row's governing quantities, ours (the paper's), with the paper's settings we assume and its runs."""
     if scale is None:
         return ""
-    name, overrides, paper = spec.result, {}, None
-    if spec.paper == "Jacot":
-        name = GOVERNS[spec.where]
-    elif name == "tirer_wd_ablation@300":
-        name, overrides, paper = "tirer_wd_ablation", {"per_class": 300}, {"dataset": "mnist", "per_class": 3000}
-    elif name == "tirer_wd_ablation":
-        paper = {"dataset": "mnist", "per_class": 5000}
+    name, overrides = GOVERNS[spec.result]
+    paper = {"dataset": "mnist", "per_class": 3000 if overrides else 5000} if name == "tirer_wd_ablation" else None
     parts = [governing_text(name, scale, paper=paper, **overrides)]
     if spec.where.startswith("Table 1"):
         parts.append("Table 1's MNIST samples per class not stated (Figs. 4, 5: 3K, 5K; compared with 5K)")
@@ -593,7 +600,7 @@ def _governing(spec: Spec, scale: str | None) -> str:
 def jacot_claims(results: dict[str, dict], scale: str | None = None) -> list[Claim]:
     """Every claim of Jacot et al. on cached ``results`` (by experiment name), each checked on every run."""
     runs = {k: _one_network(v) if k in ("jacot_mlp", "jacot_resnet_fig1") else v for k, v in results.items()}
-    return [evaluate(s, runs, _governing(s, scale)) for s in jacot_specs(scale or "cpu")]
+    return [evaluate(s, runs, _governing(s, scale)) for s in jacot_specs(scale or "cpu", X10 in results)]
 
 
 def tirer_claims(results: dict[str, dict], losses: tuple[str, ...], blurred: tuple[int, ...],

@@ -196,7 +196,7 @@ def jacot_decay_curves(mlp: dict, fig1: dict, nd: dict, scale: str) -> list[Curv
         lam_t = decay_time_at(one["steps"], cfg, float(r["weight_decays"][0]))
         runs.append((label, lam_t, one, _paper_decay_time(name)))
     bal = [(label, t, np.nanmean(o["balancedness"][..., layers_of(o, "linear")], axis=-1)) for label, t, o, _ in runs]
-    nc1 = [(label, t, o["nc1_pinv"][..., layer_index(o, "deepest")]) for label, t, o, _ in runs]
+    nc1 = [(label, t, o["nc1_trace_ratio"][..., layer_index(o, "deepest")]) for label, t, o, _ in runs]
     paper = {label: p for label, _, _, p in runs}
     cfg = get_experiment("jacot_nonlinear_depth").config(scale)
     fig3, paper3 = [], {}

@@ -80,6 +80,9 @@ TARGETS: list[tuple[str, str, str]] = [
     ("bounds", "lemma_c1_constant", "upper"),
     ("bounds", "shifted_pl_offset", "upper"),
     ("bounds", "balancing_forcing_bound", "upper"),
+    ("bounds", "worst_balancing_forcing", "value"),
+    ("bounds", "printed_forcing_fails_below", "value"),
+    ("bounds", "thm44_eps1_max", "value"),
     ("bounds", "prop_5_1_bound", "upper"),
     ("bounds", "thm_5_2_bounds", "upper"),
     ("bounds", "ntk_op_norm", "value"),
@@ -103,12 +106,14 @@ TARGETS: list[tuple[str, str, str]] = [
     ("metrics", "balancedness", "value"),
     ("metrics", "negativity", "value"),
     ("metrics", "simplex_etf_gram", "value"),
+    ("metrics", "cosine_bound", "upper"),
     # the loss of Section 4
     ("stability", "regularised_loss", "value"),
     # what governs Part IV's claims
     ("scaling", "lr_sum", "value"),
     ("scaling", "decay_times", "value"),
     ("scaling", "decay_time_at", "value"),
+    ("scaling", "paper_decay_time_range", "value"),
 ]
 
 

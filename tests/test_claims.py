@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from ncbook import claims, metrics
+from ncbook import claims
 from ncbook.claims import Criterion, judge
 
 DOWN = Criterion("down")
@@ -133,19 +133,3 @@ def test_deep_head_rows_hold_on_a_collapsing_result_and_fail_where_a_seed_fails(
     assert rows["the network fits its"].holds.tolist() == [False, True, True]
     assert rows["the class means' Gra"].holds.tolist() == [True, True, False]
     assert rows["NC2 improves with ea"].verdict == "partly"
-
-
-def test_cosine_bound_is_wielandts_and_tight():
-    """Every pairwise |cosine| of a matrix's columns is at most (κ²-1)/(κ²+1); two unit columns at angle θ attain it."""
-    rng = np.random.default_rng(0)
-    for _ in range(200):
-        M = rng.normal(size=(12, 4)) @ np.diag(rng.uniform(0.1, 3, 4))
-        s = np.linalg.svd(M, compute_uv=False)
-        C = M / np.linalg.norm(M, axis=0)
-        cos = np.abs(C.T @ C - np.eye(4)).max()
-        assert cos <= metrics.cosine_bound(s[0] / s[-1]) + 1e-12
-    c = 0.6
-    M = np.array([[1.0, c], [0.0, np.sqrt(1 - c * c)]])
-    s = np.linalg.svd(M, compute_uv=False)
-    assert metrics.cosine_bound(s[0] / s[1]) == pytest.approx(c, rel=1e-12)
-    assert metrics.cosine_bound(np.inf) == 1.0 and metrics.cosine_bound(1.0) == 0.0

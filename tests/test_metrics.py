@@ -334,3 +334,19 @@ def test_balancedness_by_lanczos_is_zero_for_a_balanced_pair():
     V = np.linalg.qr(rng.normal(size=(300, 300)))[0]
     S = np.diag(rng.uniform(0.5, 2.0, 300))
     assert m.balancedness(V @ S @ U.T, U @ S @ V.T) == pytest.approx(0, abs=1e-12)
+
+
+def test_cosine_bound_is_wielandts_and_tight():
+    """Every pairwise |cosine| of a matrix's columns is at most (κ²-1)/(κ²+1); two unit columns at angle θ attain it."""
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        M = rng.normal(size=(12, 4)) @ np.diag(rng.uniform(0.1, 3, 4))
+        s = np.linalg.svd(M, compute_uv=False)
+        C = M / np.linalg.norm(M, axis=0)
+        cos = np.abs(C.T @ C - np.eye(4)).max()
+        assert cos <= m.cosine_bound(s[0] / s[-1]) + 1e-12
+    c = 0.6
+    M = np.array([[1.0, c], [0.0, np.sqrt(1 - c * c)]])
+    s = np.linalg.svd(M, compute_uv=False)
+    assert m.cosine_bound(s[0] / s[1]) == pytest.approx(c, rel=1e-12)
+    assert m.cosine_bound(np.inf) == 1.0 and m.cosine_bound(1.0) == 0.0

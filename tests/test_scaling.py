@@ -56,3 +56,22 @@ def test_decay_time_at_the_last_step_is_the_runs_and_grows_with_the_schedule():
     t = scaling.decay_time_at(np.array([0, n // 4, n]), cfg, cfg.weight_decay)
     assert t[0] == 0 and t[-1] == pytest.approx(scaling.decay_times(cfg)[0], rel=1e-12)
     assert t[1] == pytest.approx(cfg.weight_decay * cfg.lr * (n // 4) / (1 - cfg.momentum), rel=1e-12)
+
+
+def test_the_papers_lambda_t_over_what_it_does_not_state():
+    """Jacot Fig. 4 (10,000 epochs of 60,000 digits, lr 1e-3, weight decay 1.8e-3, lr / 10 at 80%): λt at batch b and
+    momentum μ is 1.8e-3 * 1e-3 * 10,000 * ceil(60,000 / b) * 0.82 / (1 - μ); over batch 64-512 and μ 0-0.9 it
+    spans batch 512 plain SGD to batch 64 with momentum; an unstated length multiplies by 0.1-10 instead of the batch;
+    a paper that states everything has no range beyond its own λt, and no assumptions text."""
+    at = lambda b, mu: 1.8e-3 * 1e-3 * 10_000 * math.ceil(60_000 / b) * 0.82 / (1 - mu)   # noqa: E731
+    lo, hi = scaling.paper_decay_time_range("jacot_mlp")
+    assert lo == pytest.approx(at(512, 0.0), rel=1e-12) and hi == pytest.approx(at(64, 0.9), rel=1e-12)
+    assert lo < at(128, 0.0) < hi
+    t = scaling.decay_times(get_experiment("jacot_head_depth").config("paper"))
+    lo, hi = scaling.paper_decay_time_range("jacot_head_depth")
+    assert lo == pytest.approx(0.1 * t.min(), rel=1e-12) and hi == pytest.approx(10 * t.max() / (1 - 0.9), rel=1e-12)
+    assert "100,000 steps" in scaling.assumptions_text("jacot_head_depth")
+    assert "batch" not in scaling.assumptions_text("jacot_head_depth").split("over")[1]
+    t = scaling.decay_times(get_experiment("tirer_wd_ablation").config("paper"))
+    assert scaling.paper_decay_time_range("tirer_wd_ablation") == pytest.approx((t.min(), t.max()), rel=1e-12)
+    assert scaling.assumptions_text("tirer_wd_ablation") == ""
