@@ -16,6 +16,7 @@ FLOORS = [
     {"registry", "cost"},                                     # configuration as data, its cost
     {"runner", "scaling"},                                    # results run and loaded; what governs them
     {"compare"},                                              # results read against the papers
+    {"claims"},                                               # the papers' claims as data, the verdict rule
     {"plotting"},
     {"interactive", "__main__"},
 ]
