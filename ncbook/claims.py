@@ -93,12 +93,15 @@ class Judgement:
 def judge(groups: list[np.ndarray], c: Criterion) -> Judgement:
     """The book's one verdict rule on one metric (module docstring): ``groups`` are arrays over the same runs."""
     g = [np.asarray(x, dtype=float).ravel() for x in groups]
+    if not g or (c.kind not in ("at most", "at least") and (len(g) < 2 or len({x.size for x in g}) > 1)):
+        raise ValueError(f"a '{c.kind}' claim needs {'a group' if c.kind.startswith('at') else 'two or more groups'}"
+                         f" of runs, the same runs in each; got sizes {[x.size for x in g]}")
     if c.kind in ("at most", "at least"):
         v = np.concatenate(g)
         return Judgement(v <= c.factor if c.kind == "at most" else v >= c.factor, True, None)
     if c.kind == "flat":
         v = np.stack(g)
-        return Judgement(np.nanmax(v, 0) <= c.factor * np.nanmin(v, 0), True, None)
+        return Judgement(np.max(v, 0) <= c.factor * np.min(v, 0), True, None)      # a NaN (dead layer) fails
     if c.kind not in ("down", "up"):
         raise ValueError(f"criterion kind must be 'down', 'up', 'flat', 'at most' or 'at least', got {c.kind!r}")
     sign = 1.0 if c.kind == "up" else -1.0

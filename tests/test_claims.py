@@ -65,6 +65,11 @@ def test_a_qualifier_is_a_bound():
     assert judge([np.array([0.0, 0.01])], Criterion("at most", 0.0)).holds.tolist() == [True, False]
     with pytest.raises(ValueError, match="criterion kind"):
         judge([a, a], Criterion("sideways"))
+    with pytest.raises(ValueError, match="two or more groups"):
+        judge([a], DOWN)
+    with pytest.raises(ValueError, match="the same runs in each"):
+        judge([a, a[:2]], minor)
+    assert not judge([a, np.array([1.0, np.nan, 1.0])], minor).holds[1]     # a dead layer does not hold
 
 
 def test_each_paper_is_measured_with_its_own_metrics():
