@@ -283,12 +283,12 @@ def view_gram_end(r, name):
     return ["end"], [np.max(off, axis=(-2, -1))]
 
 
-def view_gram_bound(r, name, at="fifth"):
-    """Wielandt's bound (κ² - 1)/(κ² + 1) on every |cosine| between two class means, κ = NC2 (the condition number of
-    the class means) at the classifier's input at a record of training (:func:`ncbook.metrics.cosine_bound`)."""
-    from .metrics import cosine_bound
-    k = r[name][..., _record(r, at), layer_index(r, "deepest")]
-    return [at], [cosine_bound(k)]
+def view_progress(r, name, layer, at="fifth"):
+    """How far a metric at a named layer has come by a record of training, on a log scale: (ln v_start - ln v_at) /
+    (ln v_start - ln v_end), 1 when it is already at its final value (Jacot Figs. 1, 4: "rapidly")."""
+    i = layer_index(r, layer)
+    v = np.log(r[name][..., i])
+    return [at], [(v[..., 0] - v[..., _record(r, at)]) / (v[..., 0] - v[..., -1])]
 
 
 def view_decay_rate(r, name, cfg, weight_decay):
@@ -353,7 +353,7 @@ def view_blur_lambda(r, name, blurred):
 
 
 VIEWS = {f.__name__[5:]: f for f in (view_end, view_training, view_head_layers, view_pair_kinds, view_head_depths,
-                                     view_nonlinear, view_last_relu, view_gram_end, view_gram_bound, view_decay_rate,
+                                     view_nonlinear, view_last_relu, view_gram_end, view_progress, view_decay_rate,
                                      view_layerwise, view_settings, view_h_over_w, view_roles, view_blur_vs_clean,
                                      view_blur_lambda)}
 
@@ -417,9 +417,10 @@ def _deep_head_specs(where: str, result: str, shown: str, weight_decay: float, c
              "gram_end", Criterion("at most", 0.1, text="every off-diagonal |cosine| at most 0.1 at the end"),
              "seeds"),
         Spec(J, where, "\"the gram matrices of the class-means ... rapidly converge towards the identity\"",
-             "rapidly: near the identity a fifth of the way into training", ("NC2",), result, "gram_bound",
-             Criterion("at most", 0.1, text="rapidly: at 20% of training Wielandt's bound (κ²-1)/(κ²+1) from NC2 "
-                       "= κ keeps every |cosine| at most 0.1"), "seeds"),
+             "rapidly: the class means at the classifier's input approach the identity early in training", ("NC2",),
+             result, "progress", Criterion("at least", 0.9, text="rapidly: a fifth of the way into training, NC2 = "
+                                           "κ (1 at the identity) has come 90% of its way from start to end, on a log "
+                                           "scale"), "seeds", {"layer": "deepest"}),
         Spec(J, where, "linear pairs plateau \"at a rather small value\", the non-linear ones \"at a significantly "
              "larger value\"", "the linear layers end far more balanced than the non-linear ones", ("balancedness",),
              result, "pair_kinds", Criterion("down", 5, text="significantly: the least balanced linear pair at "
