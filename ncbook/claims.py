@@ -363,12 +363,15 @@ VIEWS = {f.__name__[5:]: f for f in (view_end, view_training, view_head_layers, 
 
 
 def _summary(labels: list[str], groups: list[np.ndarray], fmt: str = ".3g") -> str:
+    def num(x: float) -> str:                 # past 1e12 a condition number or NC1 says "degenerate", not its digits
+        return f"{x:{fmt}}" if not np.isfinite(x) or abs(x) < 1e12 else ">1e12"
+
     def one(v):
         v = np.asarray(v, dtype=float).ravel()
         if v.size > 6:
-            spread = f"{np.nanmin(v):{fmt}} to {np.nanmax(v):{fmt}}"
-            return f"{np.nanmean(v):{fmt}}\u00a0±\u00a0{np.nanstd(v):{fmt}} ({spread})"
-        return ", ".join(f"{x:{fmt}}" for x in v)
+            spread = f"{num(np.nanmin(v))} to {num(np.nanmax(v))}"
+            return f"{num(np.nanmean(v))}\u00a0±\u00a0{num(np.nanstd(v))} ({spread})"
+        return ", ".join(map(num, v))
     return "; ".join(f"{label}: {one(v)}" for label, v in zip(labels, groups))
 
 
@@ -469,17 +472,25 @@ FIG3_PAPER = {
 X10 = "jacot_head_depth@lr=0.05"
 """Fig. 2's MLP sweep at lr 0.05: ten times the λt of the `cpu` scale, which matches the paper's assumed λt."""
 
+PAPER_WD = "jacot_resnet_head@weight_decays=(0.001, 0.004)"
+"""Fig. 2's ResNet sweep at the paper's weight decays: a 13th of the λt of the `cpu` scale (which raises them 13x)."""
 
-def jacot_specs(scale: str = "cpu", x10: bool = False) -> list[Spec]:
+EXTRA = {X10: ("jacot_head_depth", {"lr": 0.05}), PAPER_WD: ("jacot_resnet_head", {"weight_decays": (0.001, 0.004)})}
+"""Runs beside the `cpu` scale that Part IV's claims tables also read, by name: the experiment and its overrides."""
+
+
+def jacot_specs(scale: str = "cpu", extra: tuple[str, ...] = ()) -> list[Spec]:
     """Every quantitative claim of Jacot et al. Sec. 6 and App. A as data, at ``scale`` (for the λt of its runs);
-    with ``x10`` also Fig. 2's MLP rows on :data:`X10`."""
+    with the runs ``extra`` (names of :data:`EXTRA`) also Fig. 2's rows on them."""
     mlp, fig1 = get_experiment("jacot_mlp").config(scale), get_experiment("jacot_resnet_fig1").config(scale)
     nd = get_experiment("jacot_nonlinear_depth").config(scale)
     specs = _deep_head_specs("Fig. 4, MLP", "jacot_mlp", "hidden 3", mlp.weight_decays[0], mlp)
     specs += _deep_head_specs("Fig. 1, ResNet", "jacot_resnet_fig1", "hidden 1", fig1.weight_decays[0], fig1)
     specs += _head_sweep_specs("Fig. 2, MLP", "jacot_head_depth")
-    specs += _head_sweep_specs("Fig. 2, MLP, λt x10", X10) if x10 else []
+    specs += _head_sweep_specs("Fig. 2, MLP, λt x10", X10) if X10 in extra else []
     specs += _head_sweep_specs("Fig. 2 right / 5, ResNet", "jacot_resnet_head")
+    if PAPER_WD in extra:
+        specs += _head_sweep_specs("Fig. 2 right / 5, ResNet, the paper's λ (λt /13)", PAPER_WD)
     for name in ("balancedness", "negativity"):
         for kind in ("min", "mean"):
             specs.append(Spec("Jacot", "Fig. 3", FIG3_PAPER[(name, kind)], f"the {kind} {name} of the non-linear "
@@ -576,7 +587,7 @@ def tirer_specs(losses: tuple[str, ...] = ("mse", "ce"), blurred: tuple[int, ...
 
 
 GOVERNS = {"jacot_mlp": ("jacot_mlp", {}), "jacot_resnet_fig1": ("jacot_resnet_fig1", {}),
-           "jacot_head_depth": ("jacot_head_depth", {}), X10: ("jacot_head_depth", {"lr": 0.05}),
+           "jacot_head_depth": ("jacot_head_depth", {}), **EXTRA,
            "jacot_resnet_head": ("jacot_resnet_head", {}), "jacot_nonlinear_depth": ("jacot_nonlinear_depth", {}),
            "tirer_layerwise": ("tirer_layerwise", {}), "tirer_blur": ("tirer_blur", {}),
            "tirer_wd_ablation": ("tirer_wd_ablation", {}), "tirer_wd_ablation@300": ("tirer_wd_ablation",
@@ -604,7 +615,8 @@ def _governing(spec: Spec, scale: str | None) -> str:
 def jacot_claims(results: dict[str, dict], scale: str | None = None) -> list[Claim]:
     """Every claim of Jacot et al. on cached ``results`` (by experiment name), each checked on every run."""
     runs = {k: _one_network(v) if k in ("jacot_mlp", "jacot_resnet_fig1") else v for k, v in results.items()}
-    return [evaluate(s, runs, _governing(s, scale)) for s in jacot_specs(scale or "cpu", X10 in results)]
+    extra = tuple(k for k in EXTRA if k in results)
+    return [evaluate(s, runs, _governing(s, scale)) for s in jacot_specs(scale or "cpu", extra)]
 
 
 def tirer_claims(results: dict[str, dict], losses: tuple[str, ...], blurred: tuple[int, ...],
