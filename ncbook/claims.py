@@ -195,8 +195,9 @@ class ClaimsTable:
         head = "".join(f"<th>{h}</th>" for h in heads)
         rows = ""
         for c in self.claims:
-            cells = (f"<b>{e(c.where)}</b>: {e(c.claim)}<br><small>{e(c.metric)}</small>", e(c.paper),
-                     e(c.criterion), e(c.numbers), e(c.governing), f"<b>{e(c.verdict)}</b><br>{e(c.count)}")
+            metric = f"<span class='claim-metric'>{e(c.metric)}</span>"
+            cells = (f"<b>{e(c.where)}</b>: {e(c.claim)}<br>{metric}", e(c.paper), e(c.criterion), e(c.numbers),
+                     e(c.governing), f"<b>{e(c.verdict)}</b><br>{e(c.count)}")
             verdict = c.verdict.replace(" ", "-")
             rows += "<tr>" + "".join(
                 f"<td data-label='{h}'" + (f" class='verdict-{verdict}'" if h == "verdict" else "") + f">{x}</td>"
