@@ -107,13 +107,15 @@ def judge(groups: list[np.ndarray], c: Criterion) -> Judgement:
     sign = 1.0 if c.kind == "up" else -1.0
     holds, direction, separated = [], True, True
     for a, b in zip(g, g[1:]):
+        with np.errstate(invalid="ignore", over="ignore"):       # inf - inf (dead layers): undecided, so not held
+            move = sign * (np.nanmean(b) - np.nanmean(a))
+            spread = MARGIN * max(np.nanstd(a), np.nanstd(b))
         ok = b > a * c.factor if c.kind == "up" else b < a / c.factor
         if c.cap is not None:
             ok &= b <= a * c.cap if c.kind == "up" else b >= a / c.cap
         holds.append(ok)
-        move = sign * (np.nanmean(b) - np.nanmean(a))
         direction &= bool(move > 0)
-        separated &= bool(move >= MARGIN * max(np.nanstd(a), np.nanstd(b)))
+        separated &= bool(move >= spread)
     return Judgement(np.concatenate(holds), direction, separated)
 
 
@@ -370,8 +372,9 @@ def _summary(labels: list[str], groups: list[np.ndarray], fmt: str = ".3g") -> s
     def one(v):
         v = np.asarray(v, dtype=float).ravel()
         if v.size > 6:
-            spread = f"{num(np.nanmin(v))} to {num(np.nanmax(v))}"
-            return f"{num(np.nanmean(v))}\u00a0±\u00a0{num(np.nanstd(v))} ({spread})"
+            with np.errstate(invalid="ignore", over="ignore"):             # inf among the runs
+                mean, sd = num(np.nanmean(v)), num(np.nanstd(v))
+            return f"{mean}\u00a0±\u00a0{sd} ({num(np.nanmin(v))} to {num(np.nanmax(v))})"
         return ", ".join(map(num, v))
     return "; ".join(f"{label}: {one(v)}" for label, v in zip(labels, groups))
 
