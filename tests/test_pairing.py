@@ -134,26 +134,37 @@ def test_jupyterlab_in_chromium_opens_a_chapter_as_a_notebook_and_saves_the_pair
             except OSError:
                 assert server.poll() is None, "JupyterLab did not start"
                 time.sleep(0.5)
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
         from playwright.sync_api import sync_playwright
+
+        def step(what: str, wait, *args, **kwargs):
+            """Wait on an event of the page (a bound of 10 minutes, which a loaded 2-core machine meets), naming the
+            step that was slow if it does not come."""
+            try:
+                return wait(*args, **kwargs)
+            except PlaywrightTimeout:
+                pytest.fail(f"JupyterLab: {what} did not happen within {kwargs.get('timeout', 0) / 1000:.0f} s")
 
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.goto(f"http://127.0.0.1:{port}/lab/tree/book?token={token}")
             item = page.locator(".jp-DirListing-item", has_text=md.name)
-            item.wait_for(timeout=60_000)
+            step("the file browser listing the chapter", item.wait_for, timeout=600_000)
             item.dblclick()
             panel = page.locator(".jp-NotebookPanel")
-            panel.wait_for(timeout=60_000)
+            step("the chapter opening as a notebook", panel.wait_for, timeout=600_000)
             assert page.locator(".jp-FileEditor").count() == 0, "the .md opened in the text editor"
-            page.locator(".jp-CodeCell").first.wait_for(timeout=30_000)
-            page.wait_for_function("document.querySelectorAll('.jp-Notebook .jp-Cell').length >= 3", timeout=30_000)
+            step("its code cells rendering", page.locator(".jp-CodeCell").first.wait_for, timeout=600_000)
+            step("three cells rendering", page.wait_for_function,
+                 "document.querySelectorAll('.jp-Notebook .jp-Cell').length >= 3", timeout=600_000)
             assert page.locator(".jp-MarkdownCell .jp-RenderedMarkdown").count() >= 1   # markdown rendered, not text
             page.locator(".jp-Notebook .jp-Cell").first.click()
             for _ in range(3):                                   # the first markdown cell, then two code cells
                 page.keyboard.press("Shift+Enter")
-            page.wait_for_function("[...document.querySelectorAll('.jp-InputArea-prompt')]"
-                                   ".some(p => p.textContent.includes('[2]'))", timeout=60_000)
+            step("the kernel starting and running the first two code cells (imports)", page.wait_for_function,
+                 "[...document.querySelectorAll('.jp-InputArea-prompt')].some(p => p.textContent.includes('[2]'))",
+                 timeout=600_000)
             page.keyboard.press("Control+s")
             time.sleep(2)
             if os.environ.get("NCBOOK_SCREENSHOTS"):
