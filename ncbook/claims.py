@@ -246,8 +246,8 @@ def view_head_layers(r, name):
 
 
 def view_pair_kinds(r, name, shown):
-    """At the end, the least balanced... per run: the smallest over the ReLU pairs shown and the largest over the
-    linear pairs (a linear layer and the next)."""
+    """At the end, per run: the smallest value over the ReLU pairs shown and the largest over the linear pairs (a
+    linear layer and the next)."""
     v = r[name][..., -1, :]
     return (["ReLU pairs (min)", "linear pairs (max)"],
             [np.nanmin(v[..., relu_pairs(r, shown)], -1), np.nanmax(v[..., layers_of(r, "linear")], -1)])
@@ -281,9 +281,12 @@ def view_last_relu(r, name):
 def view_gram_end(r, name):
     """The largest |cosine| between two class means at the classifier's input at the end (from the stored Gram
     matrices): 0 when they are orthogonal (the identity of Jacot Figs. 1, 4)."""
-    G = r["class_mean_cosines"][..., layer_index(r, "deepest"), :, :]
-    off = np.abs(G - np.eye(G.shape[-1]) * np.diagonal(G, axis1=-2, axis2=-1)[..., None])
-    return ["end"], [np.max(off, axis=(-2, -1))]
+    return ["end"], [largest_cosine(r["class_mean_cosines"][..., layer_index(r, "deepest"), :, :])]
+
+
+def largest_cosine(G: np.ndarray) -> np.ndarray:
+    """The largest off-diagonal |entry| of Gram matrices of cosines [..., K, K]: 0 at the identity."""
+    return np.max(np.abs(G - np.eye(G.shape[-1]) * np.diagonal(G, axis1=-2, axis2=-1)[..., None]), axis=(-2, -1))
 
 
 def view_progress(r, name, layer, at="fifth"):

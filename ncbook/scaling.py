@@ -121,14 +121,15 @@ def governing_text(name: str, scale: str, paper: dict | None = None, **overrides
 
 
 ASSUMED = {
-    "jacot_mlp": {"batch_size": 128, "momentum": 0.0},
-    "jacot_resnet_fig1": {"batch_size": 128, "momentum": 0.0},
-    "jacot_resnet_head": {"batch_size": 128, "momentum": 0.0},
-    "jacot_head_depth": {"batch_size": 128, "momentum": 0.0, "steps": 100_000},
-    "jacot_nonlinear_depth": {"batch_size": 128, "momentum": 0.0, "steps": 100_000},
+    "jacot_mlp": ("batch_size", "momentum"),
+    "jacot_resnet_fig1": ("batch_size", "momentum"),
+    "jacot_resnet_head": ("batch_size", "momentum"),
+    "jacot_head_depth": ("batch_size", "momentum", "steps"),
+    "jacot_nonlinear_depth": ("batch_size", "momentum", "steps"),
 }
-"""The settings that govern λt which the paper does not state, with the values the `paper` configurations assume
-(Jacot et al. Sec. 6 and App. A give epochs, or for Figs. 2-3 no length, and neither batch nor optimiser)."""
+"""The settings that govern λt which the paper does not state; the values assumed for them are the `paper`
+configuration's (Jacot et al. Sec. 6 and App. A give epochs, or for Figs. 2-3 no length, and neither batch nor
+optimiser)."""
 
 PLAUSIBLE = {"batch_size": (64, 512), "momentum": (0.0, 0.9), "steps": (0.1, 10.0)}
 """The range of each unstated setting over which :func:`paper_decay_time_range` reads the paper's λt: batch 64 to
@@ -141,11 +142,11 @@ def paper_decay_time_range(name: str) -> tuple[float, float]:
     assumed steps; momentum μ multiplies the flow time by 1 / (1 - μ)."""
     cfg = get_experiment(name).config("paper")
     t = decay_times(cfg)
-    unstated = ASSUMED.get(name, {})
+    unstated = ASSUMED.get(name, ())
     lo, hi = t.min(), t.max()
     if "batch_size" in unstated and "steps" not in unstated:
         per_epoch = [math.ceil(num_samples(cfg) / b) for b in PLAUSIBLE["batch_size"]]
-        now = math.ceil(num_samples(cfg) / unstated["batch_size"])
+        now = math.ceil(num_samples(cfg) / cfg.batch_size)
         lo, hi = lo * per_epoch[1] / now, hi * per_epoch[0] / now
     if "steps" in unstated:
         lo, hi = lo * PLAUSIBLE["steps"][0], hi * PLAUSIBLE["steps"][1]
@@ -160,8 +161,9 @@ def assumptions_text(name: str) -> str:
     unstated = ASSUMED.get(name)
     if not unstated:
         return ""
-    said = {"batch_size": f"batch {unstated.get('batch_size')}", "momentum": "plain SGD",
-            "steps": f"{unstated.get('steps', 0):,} steps"}
+    cfg = get_experiment(name).config("paper")
+    said = {"batch_size": f"batch {cfg.batch_size}", "steps": f"{num_steps(cfg):,} steps",
+            "momentum": "plain SGD" if cfg.momentum == 0 else f"momentum {cfg.momentum:g}"}
     over = {"batch_size": "batch {:g}-{:g}", "momentum": "momentum {:g}-{:g}", "steps": "length x{:g}-{:g}"}
     varied = [k for k in PLAUSIBLE if k in unstated and not (k == "batch_size" and "steps" in unstated)]
     lo, hi = paper_decay_time_range(name)
