@@ -171,8 +171,8 @@ def cmd_run(args) -> int:
     except FileNotFoundError as err:
         raise SystemExit(f"{err}\nFrom the command line: add --set data_root=PATH, or --set download=True "
                          "to fetch the data set there once.") from None
-    except (ValueError, FloatingPointError, cache.CacheError) as err:   # bad setting, divergence, bad checkpoint
-        raise SystemExit(f"{args.name} stopped: {err}") from None
+    except (ValueError, FloatingPointError, cache.CacheError, OSError) as err:   # bad setting, divergence, bad
+        raise SystemExit(f"{args.name} stopped: {err}") from None          # checkpoint, a full or read-only disk
     _table([("experiment", "scale", "device", "wall time", "manifest"),
             (args.name, args.scale, device, f"{wall:.1f} s", path)])
     return 0

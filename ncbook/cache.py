@@ -15,10 +15,12 @@ import datetime as dt
 import hashlib
 import io
 import json
+import math
 import os
 import platform
 import subprocess
 import tempfile
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,11 +154,17 @@ def save(name: str, scale: str, config: dict, key: str, arrays: dict[str, np.nda
     except CacheError:
         previous = set()
     manifest = {"experiment": name, "scale": scale, "key": key, "config": config,
-                "files": {data_path.name: digest}, "arrays": sorted(arrays), "provenance": prov, **(extra or {})}
+                "files": {data_path.name: digest}, "arrays": sorted(arrays), "provenance": prov,
+                "shapes": {k: [list(v.shape), v.dtype.str] for k, v in sorted(arrays.items())}, **(extra or {})}
     atomic_write(manifest_path, lambda tmp: tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n"))
     for old in previous - {data_path.name}:
         (folder / old).unlink(missing_ok=True)
     return manifest_path
+
+
+MAX_TAG_CHARS = 100
+"""Overrides longer than this, written out, are named in a tag by their hash (:class:`Tag`)."""
+HASHED_TAG = "sha256-"
 
 
 @dataclass(frozen=True)
@@ -173,12 +181,17 @@ class Tag:
 
     def __str__(self) -> str:
         sets = ",".join(f"{k}={v}" for k, v in self.overrides)
+        if len(sets) > MAX_TAG_CHARS:           # a file name has at most 255 bytes: name the settings by their hash
+            sets = HASHED_TAG + hashlib.sha256(sets.encode()).hexdigest()[:16]
         return (self.scale + "--" + sets if sets else self.scale).replace("/", "_")
 
     @classmethod
     def parse(cls, text: str) -> Tag:
-        """The tag a file stem names (values read as Python literals where they parse, else kept as text)."""
+        """The tag a file stem names (values read as Python literals where they parse, else kept as text; a hashed
+        tag's settings are in its manifest only, and parse as none)."""
         scale, _, sets = text.partition("--")
+        if sets.startswith(HASHED_TAG):
+            return cls(scale)
         return cls(scale, tuple((k, _literal(v)) for k, _, v in (item.partition("=") for item in _top_level(sets))))
 
 
@@ -221,27 +234,110 @@ def stored_file(folder: Path, name: str, regen: str) -> Path:
 
 MANIFEST_FIELDS = {"experiment": str, "key": str, "config": dict, "files": dict, "arrays": list}
 """The fields every manifest has, with their JSON types."""
+OPTIONAL_FIELDS = {"scale": str, "base_scale": str, "overrides": dict, "runtime": dict, "provenance": dict,
+                   "shapes": dict, "rekeyed": list}
+"""The fields a manifest may have, with their JSON types."""
+MAX_MANIFEST_BYTES = 1 << 20
+"""A manifest is a few kB; a larger one is refused unread."""
+MAX_DEPTH = 16
+"""The deepest nesting of lists and objects a manifest may have (a configuration nests 3 deep)."""
+MAX_INT_DIGITS = 25
+"""The most digits of an integer in a manifest (seeds are below 2**63, 19 digits)."""
+
+
+def _depth(obj: Any) -> int:
+    """The nesting depth of parsed JSON, without recursion."""
+    deepest, todo = 0, [(obj, 0)]
+    while todo:
+        item, d = todo.pop()
+        deepest = max(deepest, d)
+        if d <= MAX_DEPTH and isinstance(item, dict | list):
+            todo.extend((v, d + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(text.lstrip('-'))} digits (the limit is {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def parse_manifest(text: str) -> tuple[Any, str | None]:
+    """Parsed manifest JSON and None, or (None, what is wrong) for text that is not JSON, nests deeper than
+    :data:`MAX_DEPTH` or holds integers longer than :data:`MAX_INT_DIGITS` digits (never a RecursionError)."""
+    nesting = depth = 0
+    for ch in text.replace('\\\\', "").replace('\\"', ""):       # escapes cannot open or close a string
+        if ch == '"':
+            nesting ^= 1
+        elif not nesting and ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return None, f"it nests deeper than {MAX_DEPTH} levels"
+        elif not nesting and ch in "]}":
+            depth -= 1
+    try:
+        obj = json.loads(text, parse_int=_bounded_int)
+    except ValueError as err:                 # JSONDecodeError, an integer too long, a float out of range
+        return None, f"it is not valid JSON ({str(err)[:120]})"
+    except RecursionError:
+        return None, f"it nests deeper than {MAX_DEPTH} levels"
+    return (obj, None) if _depth(obj) <= MAX_DEPTH else (None, f"it nests deeper than {MAX_DEPTH} levels")
+
+
+def manifest_problems(manifest: Any) -> list[str]:
+    """What is wrong with a parsed manifest's fields and their types (empty if nothing), each naming the field."""
+    if not isinstance(manifest, dict):
+        return [f"it is not a JSON object (a {type(manifest).__name__})"]
+    wrong = [f"field {k!r} should be a {t.__name__} (got {type(manifest.get(k)).__name__})"
+             for k, t in MANIFEST_FIELDS.items() if not isinstance(manifest.get(k), t)]
+    wrong += [f"field {k!r} should be a {t.__name__} (got {type(manifest[k]).__name__})"
+              for k, t in OPTIONAL_FIELDS.items() if k in manifest and not isinstance(manifest[k], t)]
+    if isinstance(manifest.get("key"), str) and not 0 < len(manifest["key"]) <= 64:
+        wrong.append("field 'key' should be a hash of at most 64 characters")
+    files = manifest.get("files")
+    if isinstance(files, dict) and (not all(isinstance(v, str) and len(v) == 64 and _hex(v) for v in files.values())
+                                    or sum(f.endswith(".npz") for f in files) != 1):
+        wrong.append("field 'files' should map names to sha256 digests and list exactly one .npz")
+    if isinstance(manifest.get("arrays"), list) and not all(isinstance(a, str) for a in manifest["arrays"]):
+        wrong.append("field 'arrays' should list the arrays' names")
+    if isinstance(manifest.get("overrides"), dict) and not all(isinstance(k, str) for k in manifest["overrides"]):
+        wrong.append("field 'overrides' should map setting names to values")
+    if isinstance(manifest.get("shapes"), dict) and not all(
+            isinstance(v, list) and len(v) == 2 and isinstance(v[0], list) and isinstance(v[1], str)
+            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in v[0])
+            for v in manifest["shapes"].values()):
+        wrong.append("field 'shapes' should map each array to [shape, dtype]")
+    return wrong
+
+
+def _hex(text: str) -> bool:
+    return all(c in "0123456789abcdef" for c in text)
 
 
 def read_manifest(name: str, scale: str, root: Path | None = None, regen: str = "the experiment runner") -> dict:
-    """The manifest of a stored result, checked for its fields and their types, or CacheError saying what is wrong
-    and naming ``regen``, the command that makes the result (the runner's ``regen_command``)."""
+    """The manifest of a stored result, parsed defensively (:func:`parse_manifest`) and checked for its fields and
+    their types (:func:`manifest_problems`), or CacheError on one line naming the result, what is wrong and
+    ``regen``, the command that makes the result (the runner's ``regen_command``)."""
     folder, manifest_path = paths(name, scale, root)
     if not manifest_path.exists() and not manifest_path.is_symlink():
         raise CacheError(f"no cached result for {name} at scale {scale!r}: {manifest_path} is missing. Make it "
                          f"with `{regen}`", "missing")
+    tree = (root or RESULTS_DIR).resolve()
+    if folder.is_symlink() or folder.resolve().parent != tree:
+        raise CacheError(f"{name}/{scale}: the folder {folder} is a symbolic link or leaves the results folder "
+                         f"{tree}; results are plain folders inside it. Regenerate it with `{regen}`")
+    path = stored_file(folder, manifest_path.name, regen)
+    if path.stat().st_size > MAX_MANIFEST_BYTES:
+        raise CacheError(f"{name}/{scale}: manifest {manifest_path} is larger than {MAX_MANIFEST_BYTES} bytes, far "
+                         f"more than a manifest. Regenerate it with `{regen}`")
     try:
-        manifest = json.loads(stored_file(folder, manifest_path.name, regen).read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise CacheError(f"manifest {manifest_path} is not valid JSON ({err}). Regenerate it with `{regen}`") from None
-    wrong = ["the manifest is not a JSON object"] if not isinstance(manifest, dict) else [
-        f"{k!r} should be a {t.__name__}" for k, t in MANIFEST_FIELDS.items() if not isinstance(manifest.get(k), t)]
-    if not wrong:
-        files = manifest["files"]
-        if not all(isinstance(v, str) for v in files.values()) or sum(f.endswith(".npz") for f in files) != 1:
-            wrong.append("'files' should map names to sha256 digests and list exactly one .npz")
-    if wrong:
-        raise CacheError(f"manifest {manifest_path} is malformed: {'; '.join(wrong)}. Regenerate it with `{regen}`")
+        manifest, wrong = parse_manifest(path.read_bytes().decode())
+    except UnicodeDecodeError:
+        manifest, wrong = None, "it is not UTF-8 text"
+    problems = [wrong] if wrong else manifest_problems(manifest)
+    if problems:
+        raise CacheError(f"{name}/{scale}: manifest {manifest_path} is malformed: {'; '.join(problems)}. "
+                         f"Regenerate it with `{regen}`")
     return manifest
 
 
@@ -265,18 +361,66 @@ def check(name: str, scale: str, key: str, root: Path | None = None, regen: str 
     return manifest
 
 
+MAX_ARRAYS = 1000
+"""The most arrays a data file may hold (a result has a few dozen)."""
+
+
+def array_specs(path: Path, regen: str = "the experiment runner") -> dict[str, tuple[list[int], str]]:
+    """Each array's declared (shape, dtype) in an .npz, read from the zip directory and the .npy headers alone:
+    CacheError if they are not plain arrays, if a header's shape and dtype disagree with the bytes stored, or if the
+    arrays would inflate to more than :data:`MAX_FILE_BYTES` (checked before anything is read or allocated)."""
+    def bad(why: str) -> CacheError:
+        return CacheError(f"{path} {why}. Regenerate it with `{regen}`")
+
+    try:
+        with zipfile.ZipFile(path) as zf:
+            infos = zf.infolist()
+            if len(infos) > MAX_ARRAYS:
+                raise bad(f"holds {len(infos)} files, more than any result ({MAX_ARRAYS})")
+            total = sum(i.file_size for i in infos)
+            if total > MAX_FILE_BYTES:
+                raise bad(f"inflates to {total} bytes, more than the {MAX_FILE_BYTES} a result may hold")
+            specs = {}
+            for info in infos:
+                if not info.filename.endswith(".npy") or info.filename.count("/"):
+                    raise bad(f"holds {info.filename!r}, not an array")
+                with zf.open(info) as f:
+                    version = np.lib.format.read_magic(f)
+                    read = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+                    if version not in read:
+                        raise bad(f"array {info.filename!r} has .npy format version {version}")
+                    shape, _, dtype = read[version](f)
+                    if dtype.hasobject:
+                        raise bad(f"does not load as plain arrays: {info.filename[:-4]!r} has dtype object, which "
+                                  "would need unpickling")
+                    payload = info.file_size - f.tell()
+                if math.prod(shape) * dtype.itemsize != payload:
+                    raise bad(f"array {info.filename[:-4]!r} declares shape {shape} of {dtype} "
+                              f"({math.prod(shape) * dtype.itemsize} bytes) but holds {payload} bytes")
+                specs[info.filename[:-4]] = ([int(n) for n in shape], dtype.str)
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as err:
+        raise bad(f"is not a readable .npz ({str(err)[:160]})") from None
+    return specs
+
+
 def load(name: str, scale: str, key: str, root: Path | None = None,
          regen: str = "the experiment runner") -> tuple[dict[str, np.ndarray], dict]:
     """Load a verified result: (arrays, manifest). Never unpickles (``allow_pickle=False``)."""
     manifest = check(name, scale, key, root, regen)
     folder, manifest_path = paths(name, scale, root)
+    data = folder / data_file(manifest)
+    specs = array_specs(data, regen)
+    if sorted(specs) != sorted(manifest["arrays"]):
+        raise CacheError(f"{data} holds arrays {sorted(specs)}, its manifest {manifest_path} lists "
+                         f"{manifest['arrays']}. Regenerate it with `{regen}`")
+    if "shapes" in manifest and {k: list(v) for k, v in specs.items()} != manifest["shapes"]:
+        wrong = sorted(k for k in specs if manifest["shapes"].get(k) != list(specs[k]))
+        raise CacheError(f"{data}: the shapes or dtypes of {wrong or sorted(manifest['shapes'])} differ from its "
+                         f"manifest {manifest_path}. Regenerate it with `{regen}`")
     try:
-        with np.load(folder / data_file(manifest), allow_pickle=False) as npz:
+        with np.load(data, allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
-    except (ValueError, OSError, EOFError) as err:     # object arrays (never unpickled), a damaged zip
-        raise CacheError(f"{folder / data_file(manifest)} does not load as plain arrays ({err}). Regenerate it with "
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as err:     # never unpickled; a damaged zip
+        raise CacheError(f"{data} does not load as plain arrays ({str(err)[:160]}). Regenerate it with "
                          f"`{regen}`") from None
-    if sorted(arrays) != sorted(manifest["arrays"]):
-        raise CacheError(f"{folder / data_file(manifest)} holds arrays {sorted(arrays)}, its manifest "
-                         f"{manifest_path} lists {manifest['arrays']}. Regenerate it with `{regen}`")
     return arrays, manifest

@@ -4,6 +4,7 @@ from an explicit root (downloaded only when the caller asks)."""
 from __future__ import annotations
 
 import math
+import stat
 from functools import lru_cache
 from pathlib import Path
 
@@ -100,6 +101,56 @@ def _missing(name: str, root: Path, expected: Path) -> FileNotFoundError:
         f"download=True (needs network access) to fetch it there.")
 
 
+IDX_MAGIC = {3: 2051, 1: 2049}
+"""The magic number of an idx file of images (3 dimensions) and of labels (1)."""
+CIFAR10_RECORD = 3073
+"""Bytes per record of CIFAR-10's binary version: a label byte, then 3 x 32 x 32 pixels."""
+
+
+def data_files(name: str, root: str | Path, train: bool | None = None) -> list[Path]:
+    """The files :func:`load_dataset` needs for a data set's split (``None``: both); torchvision's MNIST readers
+    need all four files for either split."""
+    root = Path(root).expanduser()
+    key = name.lower().replace("_", "-")
+    if key in ("mnist", "fashion-mnist"):
+        raw = root / ("MNIST" if key == "mnist" else "FashionMNIST") / "raw"
+        return [raw / f"{s}-{kind}-idx{dims}-ubyte" for s in ("train", "t10k")
+                for kind, dims in (("images", 3), ("labels", 1))]
+    if key in ("cifar10", "cifar-10"):
+        folder = root / "cifar-10-batches-bin"
+        return ([folder / f"data_batch_{i}.bin" for i in range(1, 6)] * (train is not False)
+                + [folder / "test_batch.bin"] * (not train))
+    raise ValueError(f"unknown data set {name!r}; choose 'mnist', 'fashion-mnist' or 'cifar10'")
+
+
+def check_data_files(name: str, root: str | Path, train: bool | None = None) -> None:
+    """Each file of a data set on disk checked from its size and header alone, before any work: FileNotFoundError
+    for a missing one, ValueError naming the file and what is wrong with it (not a regular file, empty, not of its
+    format, cut short), on one line."""
+    for f in data_files(name, root, train):
+        if not f.exists():
+            raise _missing(name, Path(root).expanduser(), f)
+        fix = "replace it with the original file, or delete it and run with download=True"
+        if not stat.S_ISREG(f.stat().st_mode):
+            raise ValueError(f"{f} is not a regular file (a device or a folder?): {fix}")
+        size = f.stat().st_size
+        if f.suffix == ".bin":
+            if size == 0 or size % CIFAR10_RECORD:
+                raise ValueError(f"{f} is corrupted: it holds {size} bytes, not a whole number of {CIFAR10_RECORD}"
+                                 f"-byte CIFAR-10 records: {fix}")
+            continue
+        dims = 3 if "images" in f.name else 1
+        with open(f, "rb") as fh:
+            head = fh.read(4 + 4 * dims)
+        if len(head) < 4 + 4 * dims or int.from_bytes(head[:4], "big") != IDX_MAGIC[dims]:
+            raise ValueError(f"{f} is not an idx file of {'images' if dims == 3 else 'labels'} ({size} bytes, "
+                             f"without the idx header): {fix}")
+        shape = [int.from_bytes(head[4 + 4 * i:8 + 4 * i], "big") for i in range(dims)]
+        if size != len(head) + math.prod(shape):
+            raise ValueError(f"{f} declares {' x '.join(map(str, shape))} bytes of data but holds "
+                             f"{size - len(head)}: {fix}")
+
+
 def _read_cifar10_binary(files: list[Path]) -> tuple[np.ndarray, np.ndarray]:
     """Read CIFAR-10's binary format: records of 1 label byte followed by 3x32x32 uint8 pixels (no pickle)."""
     raw = np.concatenate([np.fromfile(f, dtype=np.uint8) for f in files])
@@ -123,11 +174,10 @@ def load_dataset(name: str, root: str | Path, train: bool = True, download: bool
         from torchvision import datasets
 
         cls, folder = (datasets.MNIST, "MNIST") if key == "mnist" else (datasets.FashionMNIST, "FashionMNIST")
-        stem = "train" if train else "t10k"
-        expected = root / folder / "raw" / f"{stem}-images-idx3-ubyte"
-        if not download and not expected.exists():
-            raise _missing(name, root, expected)
-        ds = cls(str(root), train=train, download=download)
+        if download:
+            cls(str(root), train=train, download=True)
+        check_data_files(name, root)                  # missing, empty, a device, cut short: named on one line
+        ds = cls(str(root), train=train)
         X, y = ds.data.numpy()[:, None], ds.targets.numpy()
         mean, std = (MNIST_MEAN, MNIST_STD) if key == "mnist" else (FASHION_MNIST_MEAN, FASHION_MNIST_STD)
         X = (X / 255.0 - mean) / std
@@ -138,9 +188,7 @@ def load_dataset(name: str, root: str | Path, train: bool = True, download: bool
             from torchvision.datasets.utils import download_and_extract_archive
 
             download_and_extract_archive(CIFAR10_BINARY_URL, str(root), md5=CIFAR10_BINARY_MD5)
-        missing = [f for f in files if not f.exists()]
-        if missing:
-            raise _missing(name, root, missing[0])
+        check_data_files(name, root, train)
         X, y = _read_cifar10_binary(files)
         X = (X / 255.0 - np.array(CIFAR10_MEAN)[:, None, None]) / np.array(CIFAR10_STD)[:, None, None]
     else:

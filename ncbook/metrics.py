@@ -675,7 +675,12 @@ def _symmetricoperator_norm(matvec: Callable[[torch.Tensor], torch.Tensor], n: i
 def operator_norm(A: torch.Tensor) -> torch.Tensor:
     """Largest singular value. From LANCZOS_MIN_DIM on, the square root of the top eigenvalue of the smaller Gram
     operator v -> A^T (A v) (or A (A^T v)), by Lanczos; below, the SVD, or for a tall or wide matrix the eigenvalues of
-    the small Gram matrix, which is many times cheaper than the SVD of A and as accurate for the top value."""
+    the small Gram matrix, which is many times cheaper than the SVD of A and as accurate for the top value. A matrix
+    with a NaN entry has no norm: ValueError, as every metric raises for undefined input."""
+    if A.ndim != 2:
+        raise ValueError(f"operator_norm needs a matrix, got shape {tuple(A.shape)}")
+    if bool(torch.isnan(A).any()):
+        raise ValueError(f"the {A.shape[0]} x {A.shape[1]} matrix has NaN entries, so it has no operator norm")
     m, n = A.shape
     if min(m, n) >= LANCZOS_MIN_DIM:
         gram = (lambda v: A.T @ (A @ v)) if m >= n else (lambda v: A @ (A.T @ v))

@@ -85,6 +85,10 @@ MAX_SEED = 2 ** 63 - 1
 MAX_MATRIX_BYTES = 8 * 2 ** 30
 """The largest weight matrix a configuration may ask for (float64), far above any experiment's (a typo guard)."""
 MAX_PATH = 1024
+NUM_CLASSES = 10
+"""Every data set of the experiments has ten classes (digits 0-9, CIFAR-10's ten)."""
+INPUT_WIDTHS = {"digits": 64, "mnist5k": 784, "mnist": 784, "fashion-mnist": 784, "cifar10": 3072}
+"""The flattened input width of each data set an MLP experiment reads."""
 RUNTIME_SETTINGS = ("data_root", "download")
 """Settings that say where the data comes from, not what is computed: they are not part of a result's key or tag
 (a result made with ``--set data_root=...`` is the result of the scale; the manifest records them)."""
@@ -114,6 +118,13 @@ def check_settings(cfg) -> None:
         if f == "data_root" and (len(value) > MAX_PATH or any(len(part) > 255 for part in value.split("/"))):
             problems.append(f"data_root is not a usable path ({len(value)} characters): give the folder that holds "
                             "the data set")
+    widths, dataset = getattr(cfg, "widths", None), getattr(cfg, "dataset", "digits")
+    if isinstance(widths, tuple) and widths and dataset in INPUT_WIDTHS:
+        if widths[-1] != NUM_CLASSES:
+            problems.append(f"widths must end at {NUM_CLASSES}, one output per class of {dataset} (got {widths})")
+        if widths[0] != INPUT_WIDTHS[dataset]:
+            problems.append(f"widths must start at {INPUT_WIDTHS[dataset]}, the input width of {dataset} (got "
+                            f"{widths}; the run takes its input width from the data)")
     sizes = [v for f in ("widths", "relu_widths", "hidden") for v in getattr(cfg, f, ())]
     sizes += [v for f in ("width", "head_width", "resnet_width") if isinstance(v := getattr(cfg, f, None), int)]
     if sizes and all(isinstance(v, int) for v in sizes) and min(sizes) >= 1:

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from . import cache
+from .data import check_data_files
 from .registry import RUNTIME_SETTINGS, SCALES, get_experiment
 
 
@@ -41,11 +42,13 @@ class Run:
     @classmethod
     def of(cls, name: str, scale: str = "cpu", **overrides) -> Run:
         """Plan a run; an unknown experiment, scale or setting, or a setting its configuration refuses, raises
-        ValueError (KeyError for the experiment) before any work."""
+        ValueError (KeyError for the experiment) before any work. A setting given at its scale's default value is
+        no override: one computation has one tag and one key."""
         exp = get_experiment(name)
         settings = exp.settings(scale, overrides)
         cfg = exp.config(scale, **settings)
-        computed = {k: v for k, v in settings.items() if k not in RUNTIME_SETTINGS}
+        default = exp.scales[scale]
+        computed = {k: v for k, v in settings.items() if k not in RUNTIME_SETTINGS and v != getattr(default, k)}
         runtime = {k: v for k, v in settings.items() if k in RUNTIME_SETTINGS}
         return cls(name, scale, computed, cfg, str(cache.Tag.of(scale, computed)), exp.key(cfg), runtime)
 
@@ -68,6 +71,9 @@ def run_and_cache(name: str, scale: str, device: str = "cpu", progress: bool = T
 def execute(run: Run, device: str = "cpu", progress: bool = True, root: Path | None = None) -> Path:
     """Run a planned :class:`Run` and store its result (with provenance) in the cache; the manifest's path. Two runs
     of one result at once are refused (:func:`lock`)."""
+    dataset = getattr(run.config, "dataset", None)
+    if dataset in ("mnist", "fashion-mnist", "cifar10") and not getattr(run.config, "download", False):
+        check_data_files(dataset, run.config.data_root, True)       # a missing or broken file, before any work
     ckpt = run.checkpoint(root)
     ckpt.parent.mkdir(parents=True, exist_ok=True)
     locks = (root or cache.RESULTS_DIR) / ".locks"
@@ -191,29 +197,38 @@ def _cli_value(v) -> str:
     return ",".join(str(x) for x in v) if isinstance(v, list | tuple) else str(v)
 
 
-def check_stored(name: str, tag: str, root: Path | None = None) -> dict:
-    """Check one stored result (a scale, or a scale with overrides) against its checksums, the key the current
-    configuration and code give, the configuration it records, and its arrays (each must load without pickling):
-    its manifest, or CacheError saying what is wrong and how to regenerate it."""
+def described_run(name: str, tag: str, manifest: dict) -> Run:
+    """The run a stored result's manifest describes (experiment, base scale, overrides), checked against the
+    result's name and tag and against the configuration the manifest records: CacheError if any disagrees (an
+    edited or moved manifest), or if the run no longer exists."""
     stem = cache.Tag.parse(tag)
     regen = regen_command(name, stem.scale, dict(stem.overrides))
-    manifest = cache.read_manifest(name, tag, root, regen)
     scale, overrides = manifest.get("base_scale", tag), manifest.get("overrides", {})
+    if manifest["experiment"] != name:
+        raise cache.CacheError(f"{name}/{tag}: its manifest names experiment {manifest['experiment']!r} (moved or "
+                               f"edited?). Regenerate it with `{regen}`")
     try:
-        if manifest["experiment"] != name or not isinstance(scale, str) or not isinstance(overrides, dict):
-            raise ValueError(f"the manifest names experiment {manifest['experiment']!r}, scale {scale!r}, "
-                             f"overrides {overrides!r}")
         run = Run.of(name, scale, **overrides)
     except (KeyError, ValueError, TypeError) as err:     # an experiment or a setting that no longer exists
         raise cache.CacheError(f"{name}/{tag}: {err}. Regenerate it with `{regen}`", "stale") from None
     if run.tag != tag:
-        raise cache.CacheError(f"{name}/{tag}: its manifest describes the result {run.tag}. Regenerate it with "
-                               f"`{run.command}`")
-    cache.load(name, tag, run.key, root, run.command)              # key, checksums, arrays
+        raise cache.CacheError(f"{name}/{tag}: its manifest describes the result {run.tag} (scale {scale!r}, "
+                               f"overrides {overrides}). Regenerate it with `{run.command}`")
     recorded = json.loads(cache.canonical_json(manifest["config"]))
     if recorded != json.loads(cache.canonical_json(get_experiment(name).computed(run.config))):
         raise cache.CacheError(f"{name}/{tag}: the configuration in its manifest is not the one its key was made "
                                f"from (edited?). Regenerate it with `{run.command}`")
+    return run
+
+
+def check_stored(name: str, tag: str, root: Path | None = None) -> dict:
+    """Check one stored result (a scale, or a scale with overrides) against its checksums, the key the current
+    configuration and code give, the run and configuration it records (:func:`described_run`), and its arrays
+    (each must load without pickling): its manifest, or CacheError saying what is wrong and how to regenerate it."""
+    stem = cache.Tag.parse(tag)
+    manifest = cache.read_manifest(name, tag, root, regen_command(name, stem.scale, dict(stem.overrides)))
+    run = described_run(name, tag, manifest)
+    cache.load(name, tag, run.key, root, run.command)              # key, checksums, arrays
     return manifest
 
 
@@ -287,11 +302,14 @@ def shipped_cost(root: Path | None = None) -> dict[tuple[str, str], tuple[float,
 
 
 def get(name: str, scale: str = "cpu", root: Path | None = None, **overrides) -> dict[str, np.ndarray]:
-    """Load a verified result; a missing, stale or corrupted one raises CacheError with the command that makes it
-    (results are made only by the runner, never as a side effect of reading)."""
+    """Load a result verified as :func:`verify` does (:func:`check_stored`); a missing, stale, corrupted or edited
+    one raises CacheError with the command that makes it (results are made only by the runner, never as a side
+    effect of reading)."""
     run = Run.of(name, scale, **overrides)
     try:
-        return cache.load(name, run.tag, run.key, root, run.command)[0]
+        arrays, manifest = cache.load(name, run.tag, run.key, root, run.command)
+        described_run(name, run.tag, manifest)                 # what `verify` checks besides
+        return arrays
     except cache.CacheError as err:
         raise cache.CacheError(f"{err} (experiment {name!r}, scale {scale!r})", err.kind) from None
 
@@ -327,5 +345,5 @@ def book_result(name: str, root: Path | None = None, **overrides) -> tuple[dict[
             print(f"{name}: no current {run.scale} result ({err.kind}: make it with `{run.command}`); "
                   "showing the cpu result")
             run = Run.of(name, "cpu", **overrides)
-    return get(name, "cpu", **overrides), run.config
+    return get(name, "cpu", root, **overrides), run.config
 

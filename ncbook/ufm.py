@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.optimize
 from scipy.integrate import solve_ivp
+from tqdm.auto import tqdm
 
 from . import metrics
 
@@ -236,6 +237,22 @@ def small_input_gnc1_factor(p: UFM) -> float:
     return ((1 / p.lam_W - p.lam_H - p.beta) / (p.beta + p.lam_H)) ** 2
 
 
+MAX_EXPONENT = 700.0
+"""The largest 2 lam_H t :func:`flow` reports at: e^700 is near float64's largest number (e^709.8)."""
+MAX_FLOW_BYTES = 2 ** 30
+"""The most memory :func:`flow`'s recorded features (H and the rescaled within-class parts) may take."""
+MAX_FLOW_EVALS = 100_000
+"""The most right-hand-side evaluations :func:`flow` spends (seconds) before it stops with an error."""
+FLOW_BAR_DELAY_S = 5.0
+"""A flow still integrating after this many seconds shows a progress bar (in t)."""
+
+
+class _TooLong(Exception):
+    def __init__(self, t: float):
+        super().__init__(t)
+        self.t = t
+
+
 def flow(H0: np.ndarray, p: UFM, t_end: float, num: int = 200, rtol: float = 1e-10) -> dict[str, np.ndarray]:
     """The gradient flow dH/dt = -Kn grad L(H) of eq. (4) from H0, with gNC1, e^{2 lam_H t} tr Sigma_W and
     e^{2 lam_H t} tr Sigma_B at ``num`` times (Theorem 4.1).
@@ -248,11 +265,23 @@ def flow(H0: np.ndarray, p: UFM, t_end: float, num: int = 200, rtol: float = 1e-
     H0 = check_features(H0, p, "H0")
     if not 0 < t_end < np.inf or num < 2:
         raise ValueError(f"need a finite t_end > 0 and num >= 2 times, got t_end={t_end}, num={num}")
+    if p.lam_H > 0 and 2 * p.lam_H * t_end > MAX_EXPONENT:
+        raise ValueError(f"t_end={t_end:g} is past t = {MAX_EXPONENT / (2 * p.lam_H):.4g}, where e^(2 lam_H t) "
+                         f"(lam_H={p.lam_H:g}) overflows float64 in trace_W and trace_B: ask for an earlier t_end")
+    if 2 * num * p.d * p.N * 8 > MAX_FLOW_BYTES:
+        raise ValueError(f"num={num} times of a {p.d} x {p.N} feature matrix need "
+                         f"{2 * num * p.d * p.N * 8 / 2 ** 30:.3g} GiB; the limit is {MAX_FLOW_BYTES / 2 ** 30:g} GiB: "
+                         "ask for fewer times")
     d, K, n, N, mu = p.d, p.K, p.n, p.N, p.lam_W / p.K
+    evals = [0]
     M0 = H0.reshape(d, K, n).mean(2)
     G0 = H0 - np.repeat(M0, n, axis=1)
 
     def rhs(t, x):
+        evals[0] += 1
+        bar.update(max(0.0, min(t, t_end) - bar.n))
+        if evals[0] > MAX_FLOW_EVALS:
+            raise _TooLong(t)
         M, G = x[:d * K].reshape(d, K), x[d * K:].reshape(d, N)
         Sw = np.exp(-2 * p.lam_H * t) * (G @ G.T) / N
         Sb = M @ M.T / K
@@ -262,8 +291,14 @@ def flow(H0: np.ndarray, p: UFM, t_end: float, num: int = 200, rtol: float = 1e-
         return np.concatenate([dM.ravel(), dG.ravel()])
 
     t = np.linspace(0, t_end, num)
-    sol = solve_ivp(rhs, (0, t_end), np.concatenate([M0.ravel(), G0.ravel()]), method="DOP853", t_eval=t,
-                    rtol=rtol, atol=1e-300)
+    with tqdm(total=t_end, desc="gradient flow", unit="t", delay=FLOW_BAR_DELAY_S, leave=False,
+              bar_format="{l_bar}{bar}| t = {n:.4g} of {total:.4g} [{elapsed}]") as bar:
+        try:
+            sol = solve_ivp(rhs, (0, t_end), np.concatenate([M0.ravel(), G0.ravel()]), method="DOP853", t_eval=t,
+                            rtol=rtol, atol=1e-300)
+        except _TooLong as stop:
+            raise ValueError(f"the flow took more than {MAX_FLOW_EVALS} steps' evaluations and reached only t = "
+                             f"{stop.t:.4g} of t_end={t_end:g}: ask for an earlier t_end (or a looser rtol)") from None
     if not sol.success:
         raise RuntimeError(f"the flow integration failed: {sol.message}")
     Ms = sol.y[:d * K].T.reshape(num, d, K)

@@ -50,7 +50,7 @@ def test_object_arrays_are_refused_and_pickles_never_loaded(tmp_path):
     manifest = json.loads((tmp_path / "exp" / "tiny.json").read_text())
     manifest["files"][data.name] = cache.sha256_file(data)
     (tmp_path / "exp" / "tiny.json").write_text(json.dumps(manifest))
-    with pytest.raises(cache.CacheError, match="does not load as plain arrays.*allow_pickle"):
+    with pytest.raises(cache.CacheError, match="does not load as plain arrays.*unpickling"):
         cache.load("exp", "tiny", "k1", tmp_path)
 
 
