@@ -308,3 +308,232 @@ def test_the_apis_reject_bad_input_in_bounded_time_and_memory():
         ufm.optimal_W(H0.T, p)
     with pytest.raises(ValueError, match="lam_W must be finite"):
         ufm.UFM(3, 2, 4, float("inf"), 0.1)
+
+
+# ---- Issue 39: manifests and arrays no file can forge, loads that check what verify checks, early refusals
+
+
+def _two_stored(root):
+    """Two real tiny results: (the one attacked, the one that must stay readable)."""
+    return _stored(root), _stored(root, lr=0.5)
+
+
+def _nested(depth: int) -> str:
+    return '{"experiment": "jacot_mlp", "key": "k", "config": ' + "[" * depth + "]" * depth + "}"
+
+
+@pytest.mark.parametrize("attack,field", [
+    ("deep", "nests deeper"), ("digits", "digits"), ("arrays_int", "field 'arrays'"),
+    ("arrays_items", "field 'arrays'"), ("overrides_list", "field 'overrides'"), ("huge", "larger than"),
+    ("provenance_str", "field 'provenance'"), ("shapes_bad", "field 'shapes'"),
+])
+def test_a_malformed_manifest_is_one_line_and_every_other_result_stays_readable(tmp_path, attack, field,
+                                                                                monkeypatch, capsys):
+    """A manifest nested 200,000 deep, a 5,000-digit integer or "arrays" as an integer stopped verify, list and
+    book_result with a traceback (RecursionError, ValueError, TypeError)."""
+    import json
+    manifest, other = _two_stored(tmp_path)
+    m = json.loads(manifest.read_text())
+    text = {"deep": lambda: _nested(200_000), "digits": lambda: json.dumps(m).replace('"steps": 3', '"steps": '
+                                                                                       + "9" * 5000),
+            "arrays_int": lambda: json.dumps({**m, "arrays": 5}),
+            "arrays_items": lambda: json.dumps({**m, "arrays": [1, 2]}),
+            "overrides_list": lambda: json.dumps({**m, "overrides": [["steps", 3]]}),
+            "huge": lambda: json.dumps({**m, "pad": "x" * (cache.MAX_MANIFEST_BYTES + 1)}),
+            "provenance_str": lambda: json.dumps({**m, "provenance": "made by hand"}),
+            "shapes_bad": lambda: json.dumps({**m, "shapes": {"loss": "big"}})}[attack]()
+    manifest.write_text(text)
+    rows = _rows(tmp_path)
+    assert rows[("jacot_mlp", other.stem)] == "ok"
+    bad = rows[("jacot_mlp", manifest.stem)]
+    assert field in bad and "\n" not in bad and f"jacot_mlp/{manifest.stem}" in bad
+    with pytest.raises(cache.CacheError, match=field) as err:
+        runner.get("jacot_mlp", "tiny", root=tmp_path, steps=3)
+    assert "\n" not in str(err.value)
+    runner.get("jacot_mlp", "tiny", root=tmp_path, steps=3, lr=0.5)
+    from ncbook.__main__ import main
+    monkeypatch.setattr(cache, "RESULTS_DIR", tmp_path)
+    assert main(["list"]) == 0 and main(["verify"]) == 1
+    assert "1 of 2 stored results verified" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("edit,match", [
+    (lambda m: m["config"].update(lr=0.123), "edited"),
+    (lambda m: m.update(overrides={"steps": 4}), "describes the result tiny--steps=4"),
+    (lambda m: m.update(experiment="linear_head"), "names experiment 'linear_head'"),
+    (lambda m: m.update(base_scale="cpu"), "describes the result cpu--steps=3"),
+])
+def test_loading_refuses_what_verify_refuses(tmp_path, edit, match):
+    """An edited config, overrides or experiment was flagged by verify but loaded by get and book_result."""
+    import json
+    manifest, _ = _two_stored(tmp_path)
+    m = json.loads(manifest.read_text())
+    edit(m)
+    manifest.write_text(json.dumps(m))
+    assert match in _rows(tmp_path)[("jacot_mlp", "tiny--steps=3")]
+    with pytest.raises(cache.CacheError, match=match):
+        runner.get("jacot_mlp", "tiny", root=tmp_path, steps=3)
+
+
+def test_a_result_folder_outside_the_tree_is_refused_by_loading(tmp_path):
+    import shutil
+    root, elsewhere = tmp_path / "results", tmp_path / "elsewhere"
+    _stored(root)
+    shutil.move(root / "jacot_mlp", elsewhere)
+    (root / "jacot_mlp").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(cache.CacheError, match="symbolic link or leaves the results folder"):
+        runner.get("jacot_mlp", "tiny", root=root, steps=3)
+    assert "symbolic link" in _rows(root)[("jacot_mlp", "tiny--steps=3")]
+
+
+def _forge(manifest, write):
+    """Replace a result's data file by ``write(path)``'s, with its manifest's checksum updated (a forger who edits
+    both)."""
+    import json
+    m = json.loads(manifest.read_text())
+    data = manifest.parent / cache.data_file(m)
+    write(data)
+    m["files"][data.name] = cache.sha256_file(data)
+    manifest.write_text(json.dumps(m))
+
+
+def test_forged_arrays_are_refused_from_their_headers_before_any_allocation(tmp_path, monkeypatch):
+    """An npz declaring shape (10**12,) died with MemoryError (7.28 TiB); one inflating past the limit passed."""
+    import io
+    import zipfile
+    manifest, other = _two_stored(tmp_path)
+
+    def huge_shape(path):
+        buf = io.BytesIO()
+        np.lib.format.write_array_header_1_0(buf, {"descr": "<f8", "fortran_order": False, "shape": (10 ** 12,)})
+        with zipfile.ZipFile(path, "w") as zf:
+            zf.writestr("loss.npy", buf.getvalue() + b"\0" * 64)
+    _forge(manifest, huge_shape)
+    with pytest.raises(cache.CacheError, match=r"declares shape \(1000000000000,\)"):
+        runner.get("jacot_mlp", "tiny", root=tmp_path, steps=3)
+    assert "declares shape" in _rows(tmp_path)[("jacot_mlp", "tiny--steps=3")]
+
+    monkeypatch.setattr(cache, "MAX_FILE_BYTES", 1 << 20)         # a bomb at a small limit: the same check
+
+    def bomb(path):
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr("loss.npy", np.lib.format.header_data_from_array_1_0(np.zeros(1)) and _npy(np.zeros(1 << 18)))
+    _forge(manifest, bomb)
+    assert manifest.parent.joinpath(cache.data_file(__import__("json").loads(manifest.read_text()))).stat().st_size \
+        < 1 << 16
+    with pytest.raises(cache.CacheError, match="inflates to"):
+        runner.get("jacot_mlp", "tiny", root=tmp_path, steps=3)
+    runner.get("jacot_mlp", "tiny", root=tmp_path, steps=3, lr=0.5)
+
+
+def _npy(array) -> bytes:
+    import io
+    buf = io.BytesIO()
+    np.save(buf, array)
+    return buf.getvalue()
+
+
+def test_arrays_whose_shapes_differ_from_the_manifest_are_refused(tmp_path):
+    manifest, _ = _two_stored(tmp_path)
+    arrays = runner.get("jacot_mlp", "tiny", root=tmp_path, steps=3)
+    _forge(manifest, lambda path: np.savez(path, **{k: v[..., :1] if v.ndim else v for k, v in arrays.items()}))
+    with pytest.raises(cache.CacheError, match="shapes or dtypes of .* differ from its manifest"):
+        runner.get("jacot_mlp", "tiny", root=tmp_path, steps=3)
+
+
+@pytest.mark.parametrize("name,overrides,match", [
+    ("jacot_mlp", {"widths": (64, 32, 32, 32, 16, 16, 5)}, "widths must end at 10"),
+    ("jacot_mlp", {"widths": (100, 32, 32, 32, 16, 16, 10)}, "widths must start at 64, the input width of digits"),
+    ("edge_of_stability", {"widths": (64, 16, 12, 12, 7)}, "widths must end at 10"),
+])
+def test_widths_that_do_not_fit_the_data_are_refused_before_any_work(name, overrides, match):
+    """5 outputs for 10 classes died in training with a traceback; a first width the run ignores gave a second key
+    for one computation."""
+    with pytest.raises(ValueError, match=match):
+        runner.Run.of(name, "tiny", **overrides)
+
+
+def test_a_default_given_explicitly_names_the_same_result():
+    """`--set steps=60` (the default) was stored as tiny--steps=60 beside tiny: one computation, two keys."""
+    plain, explicit = runner.Run.of("jacot_mlp", "tiny"), runner.Run.of("jacot_mlp", "tiny", steps=60, lr=0.05)
+    assert (explicit.tag, explicit.key, explicit.overrides) == (plain.tag, plain.key, {}) == ("tiny", plain.key, {})
+
+
+def test_long_settings_get_a_bounded_tag_and_file_errors_are_one_line(tmp_path, monkeypatch):
+    """`--seeds $(seq 0 79)` died with OSError: File name too long (an uncaught traceback)."""
+    run = runner.Run.of("jacot_mlp", "tiny", seeds=tuple(range(80)))
+    assert len(run.tag) <= 120 and len(run.checkpoint(tmp_path).name) < 255
+    assert runner.Run.of("jacot_mlp", "tiny", seeds=tuple(range(80))).tag == run.tag != runner.Run.of(
+        "jacot_mlp", "tiny", seeds=tuple(range(81))).tag
+    assert cache.Tag.parse(run.tag).scale == "tiny"
+    from ncbook.__main__ import main
+    monkeypatch.setattr(cache, "RESULTS_DIR", tmp_path)
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr("ncbook.__main__.run_point", full_disk)
+    with pytest.raises(SystemExit, match="jacot_mlp stopped: .*No space left on device") as err:
+        main(["run", "jacot_mlp", "--scale", "tiny"])
+    assert "\n" not in str(err.value)
+
+
+def test_a_hashed_tag_result_verifies_and_loads(tmp_path):
+    seeds = tuple(range(40))
+    run = runner.Run.of("jacot_mlp", "tiny", seeds=seeds, steps=2, record_every=1)
+    assert run.tag.startswith("tiny--sha256-")
+    runner.execute(run, progress=False, root=tmp_path)
+    assert _rows(tmp_path) == {("jacot_mlp", run.tag): "ok"}
+    assert 40 in runner.get("jacot_mlp", "tiny", root=tmp_path, seeds=seeds, steps=2, record_every=1)["loss"].shape
+
+
+def test_the_gradient_flow_is_bounded_in_time_and_memory(monkeypatch):
+    """t_end=1e12 ran past 20 s with no bar and no refusal; num=10**8 allocated 3.3 GB before failing."""
+    from ncbook import ufm
+    H0 = np.random.default_rng(0).normal(size=(4, 6))
+    with pytest.raises(ValueError, match=r"overflows float64 .* ask for an earlier t_end"):
+        ufm.flow(H0, ufm.UFM(3, 2, 4, 0.5, 0.1), 1e12)
+    with pytest.raises(ValueError, match=r"num=100000000 times .* GiB; the limit is 1 GiB"):
+        ufm.flow(H0, ufm.UFM(3, 2, 4, 0.5, 0.1), 1.0, num=10 ** 8)
+    monkeypatch.setattr(ufm, "MAX_FLOW_EVALS", 2000)          # the same stop, sooner
+    with pytest.raises(ValueError, match=r"more than 2000 .* reached only t = "):
+        ufm.flow(H0, ufm.UFM(3, 2, 4, 0.5, 0.0), 1e12)
+
+
+def test_broken_data_files_are_named_with_what_is_wrong(tmp_path):
+    """Empty or /dev/zero MNIST files gave a 33-line traceback ending "Dataset not found"; CIFAR files at /dev/zero
+    "need at least one array to concatenate"."""
+    import os
+    from ncbook import data
+    raw = tmp_path / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    files = data.data_files("mnist", tmp_path)
+    for f in files:
+        f.write_bytes(b"")
+    with pytest.raises(ValueError, match=r"train-images-idx3-ubyte is not an idx file of images \(0 bytes"):
+        data.load_dataset("mnist", tmp_path)
+    for f in files:
+        f.unlink()
+        os.symlink("/dev/zero", f)
+    with pytest.raises(ValueError, match="train-images-idx3-ubyte is not a regular file"):
+        data.load_dataset("mnist", tmp_path)
+    cifar = data.data_files("cifar10", tmp_path)
+    cifar[0].parent.mkdir()
+    for f in cifar:
+        os.symlink("/dev/zero", f)
+    with pytest.raises(ValueError, match="data_batch_1.bin is not a regular file"):
+        data.load_dataset("cifar10", tmp_path)
+    run = runner.Run.of("jacot_mlp", "tiny", dataset="mnist", data_root=str(tmp_path),
+                        widths=(784, 32, 32, 32, 16, 16, 10))
+    with pytest.raises(ValueError, match="train-images-idx3-ubyte is not a regular file"):     # before any work
+        runner.execute(run, progress=False, root=tmp_path / "r")
+    assert not (tmp_path / "r" / ".checkpoints").exists()
+
+
+def test_operator_norm_refuses_nan_like_every_metric():
+    import torch
+
+    from ncbook import metrics
+    with pytest.raises(ValueError, match="NaN entries"):
+        metrics.operator_norm(torch.full((5, 3), float("nan"), dtype=torch.float64))
+    with pytest.raises(ValueError, match="NaN entries"):
+        metrics.operator_norm(torch.full((300, 300), float("nan"), dtype=torch.float64))

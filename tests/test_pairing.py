@@ -116,6 +116,7 @@ def test_jupyterlab_in_chromium_opens_a_chapter_as_a_notebook_and_saves_the_pair
     (tmp_path / "book").mkdir()
     for path in (md, md.with_suffix(".ipynb")):
         shutil.copy(path, tmp_path / "book" / path.name)
+    md_copy = tmp_path / "book" / md.name
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -165,8 +166,16 @@ def test_jupyterlab_in_chromium_opens_a_chapter_as_a_notebook_and_saves_the_pair
             step("the kernel starting and running the first two code cells (imports)", page.wait_for_function,
                  "[...document.querySelectorAll('.jp-InputArea-prompt')].some(p => p.textContent.includes('[2]'))",
                  timeout=600_000)
+            before = {f: f.stat().st_mtime_ns for f in (md_copy, md_copy.with_suffix(".ipynb"))}
             page.keyboard.press("Control+s")
-            time.sleep(2)
+            step("the save writing both files of the pair", page.wait_for_function,
+                 "document.querySelectorAll('.jp-mod-dirty').length == 0", timeout=600_000)
+            for _ in range(6000):                  # the contents manager writes the .md and the .ipynb in turn
+                if all(f.stat().st_mtime_ns != t for f, t in before.items()):
+                    break
+                time.sleep(0.1)
+            else:
+                pytest.fail("JupyterLab: the save did not write both files of the pair within 10 minutes")
             if os.environ.get("NCBOOK_SCREENSHOTS"):
                 page.screenshot(path=os.path.join(os.environ["NCBOOK_SCREENSHOTS"], "jupyterlab.png"))
             browser.close()
@@ -177,7 +186,7 @@ def test_jupyterlab_in_chromium_opens_a_chapter_as_a_notebook_and_saves_the_pair
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
-    copy = tmp_path / "book" / md.name
+    copy = md_copy
     assert _front_matter(copy) == _front_matter(md), "the save changed the front matter"
     assert _meaning(copy) == _meaning(md), "the save changed a cell or its tags / figure options"
     saved = json.loads(copy.with_suffix(".ipynb").read_text())

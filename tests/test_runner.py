@@ -3,6 +3,8 @@ budget."""
 
 import json
 
+import shutil
+
 import pytest
 
 from ncbook import cache, registry, runner
@@ -67,14 +69,17 @@ def test_runtime_settings_are_not_part_of_the_result(tmp_path):
     assert "--set data_root=" in recorded["provenance"]["command"]
 
 
-def test_chapters_show_the_scale_ncbook_scale_names(monkeypatch, capsys):
+def test_chapters_show_the_scale_ncbook_scale_names(monkeypatch, capsys, tmp_path):
     """NCBOOK_SCALE picks the scale of Part IV; a result missing at that scale is named with its command and the
-    section falls back to the shipped cpu result; an unknown scale is refused."""
+    section falls back to the cpu result of the same results folder; an unknown scale is refused."""
     monkeypatch.delenv("NCBOOK_SCALE", raising=False)
     arrays, cfg = runner.book_result("edge_of_stability")
     assert runner.book_scale() == "cpu" and cfg == registry.EXPERIMENTS["edge_of_stability"].config("cpu")
+    with pytest.raises(cache.CacheError, match="no-such-folder"):       # root is honoured at the cpu scale too
+        runner.book_result("edge_of_stability", root=cache.RESULTS_DIR / "no-such-folder")
+    shutil.copytree(cache.RESULTS_DIR / "edge_of_stability", tmp_path / "edge_of_stability")
     monkeypatch.setenv("NCBOOK_SCALE", "gpu")
-    gpu_arrays, gpu_cfg = runner.book_result("edge_of_stability", root=cache.RESULTS_DIR / "no-such-folder")
+    gpu_arrays, gpu_cfg = runner.book_result("edge_of_stability", root=tmp_path)
     assert "edge_of_stability: no current gpu result (missing: make it with `python -m ncbook run edge_of_stability " \
            "--scale gpu`); showing the cpu result" in capsys.readouterr().out
     assert gpu_cfg == cfg and gpu_arrays.keys() == arrays.keys()
