@@ -5,7 +5,7 @@
 #   make quick
 # and one regenerates the book's executed notebooks:
 #   make execute
-# and one prints the whole book to one PDF (_build/pdf/ncbook.pdf):
+# and one prints the whole book and the student edition to PDF (_build/pdf/ncbook.pdf, ncbook-student.pdf):
 #   make pdf
 # and one builds the student edition (no solutions) into _build/student:
 #   make student
@@ -30,8 +30,9 @@ $(STAMP): requirements.txt pyproject.toml
 $(LAB_OVERRIDES): scripts/jupyterlab_overrides.json $(STAMP)
 	mkdir -p $(dir $@) && cp $< $@
 
+# at the repository root, so that jupytext.toml pairs each chapter's .md with its .ipynb, showing the book's folder
 lab: install
-	$(VENV)/bin/jupyter lab book/
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/book
 
 assets:
 	bash scripts/fetch_assets.sh
@@ -44,8 +45,10 @@ book: install assets
 student: install assets
 	$(PY) scripts/student_edition.py
 
-pdf: book
+pdf: book student
 	$(PY) scripts/make_pdf.py _build/html _build/pdf/ncbook.pdf
+	$(PY) scripts/make_pdf.py _build/student/_build/html _build/pdf/ncbook-student.pdf _build/student/src/_toc.yml
+	@echo "The book: _build/pdf/ncbook.pdf; the student edition: _build/pdf/ncbook-student.pdf"
 
 test: install assets lint verify build-strict unit mutation pairing notebooks variants student
 	@echo "all checks passed"

@@ -1,7 +1,7 @@
 """The print edition: every page of the built HTML book printed to PDF by headless Chromium, in table-of-contents
 order, joined into one file.
 
-    python scripts/make_pdf.py [_build/html] [_build/pdf/ncbook.pdf]      (or: make pdf)
+    python scripts/make_pdf.py [_build/html] [_build/pdf/ncbook.pdf] [_toc.yml]      (or: make pdf)
 
 Each page is printed with the book's print stylesheet (``book/_ext/static/ncbook.css``): every slider figure as small
 multiples of all its positions, each labelled, with no controls; solutions unfolded; no navigation. Needs Chromium
@@ -31,9 +31,9 @@ def chromium_path() -> str | None:
     return None
 
 
-def toc_pages() -> list[str]:
+def toc_pages(toc_file: Path = ROOT / "_toc.yml") -> list[str]:
     """Every page of the book, in table-of-contents order (paths without suffix, as in ``_toc.yml``)."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    toc = yaml.safe_load(Path(toc_file).read_text())
     pages = [toc["root"]]
     for part in toc.get("parts", []):
         pages += [c["file"] for c in part["chapters"]]
@@ -52,9 +52,12 @@ def print_page(tab, html: Path, out: Path) -> None:
             margin={"top": "16mm", "bottom": "16mm", "left": "14mm", "right": "14mm"})
 
 
-def print_book(browser, html_dir: Path, out: Path) -> Path:
-    """Print every page of the book in ``html_dir`` with a running Playwright Chromium and join them into ``out``."""
-    missing = [p for p in toc_pages() if not (html_dir / f"{p}.html").exists()]
+def print_book(browser, html_dir: Path, out: Path, toc_file: Path = ROOT / "_toc.yml") -> Path:
+    """Print every page of the book in ``html_dir`` (its pages listed by ``toc_file``) with a running Playwright
+    Chromium and join them into ``out``."""
+    html_dir, out = Path(html_dir).resolve(), Path(out).resolve()        # file URIs need absolute paths
+    pages = toc_pages(toc_file)
+    missing = [p for p in pages if not (html_dir / f"{p}.html").exists()]
     if missing:
         raise SystemExit(f"{html_dir} has no built page for {missing[0]}: build the book first (make book)")
     writer = PdfWriter()
@@ -63,7 +66,7 @@ def print_book(browser, html_dir: Path, out: Path) -> Path:
               else route.abort())
     tab = ctx.new_page()
     with tempfile.TemporaryDirectory() as tmp:
-        for i, page in enumerate(toc_pages()):
+        for i, page in enumerate(pages):
             part = Path(tmp) / f"{i:02d}.pdf"
             print_page(tab, html_dir / f"{page}.html", part)
             writer.append(PdfReader(part), outline_item=page)
@@ -76,7 +79,7 @@ def print_book(browser, html_dir: Path, out: Path) -> Path:
     return out
 
 
-def make_pdf(html_dir: Path, out: Path) -> Path:
+def make_pdf(html_dir: Path, out: Path, toc_file: Path = ROOT / "_toc.yml") -> Path:
     """Start headless Chromium, print the book in ``html_dir`` to ``out`` (see :func:`print_book`); returns ``out``."""
     exe = chromium_path()
     if exe is None:
@@ -86,7 +89,7 @@ def make_pdf(html_dir: Path, out: Path) -> Path:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
         try:
-            return print_book(browser, html_dir, out)
+            return print_book(browser, html_dir, out, toc_file)
         finally:
             browser.close()
 
@@ -94,6 +97,7 @@ def make_pdf(html_dir: Path, out: Path) -> Path:
 if __name__ == "__main__":
     html_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "_build" / "html"
     out = Path(sys.argv[2]) if len(sys.argv) > 2 else ROOT / "_build" / "pdf" / "ncbook.pdf"
-    path = make_pdf(html_dir, out)
+    toc_file = Path(sys.argv[3]) if len(sys.argv) > 3 else ROOT / "_toc.yml"
+    path = make_pdf(html_dir, out, toc_file)
     print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path} "
           f"({len(PdfReader(path).pages)} pages, {path.stat().st_size / 2**20:.1f} MB)")

@@ -82,6 +82,7 @@ def test_make_install_sets_jupyterlab_to_open_chapters_as_notebooks():
     wanted = json.loads((ROOT / "scripts" / "jupyterlab_overrides.json").read_text())
     viewers = wanted["@jupyterlab/docmanager-extension:plugin"]["defaultViewers"]
     assert viewers == {"markdown": "Jupytext Notebook", "myst": "Jupytext Notebook"}
+    assert wanted["@jupyterlab/apputils-extension:notification"] == {"fetchNews": "false", "checkForUpdates": False}
     pytest.importorskip("jupyterlab")
     from jupyterlab.commands import get_app_dir
 
@@ -92,13 +93,21 @@ def test_make_install_sets_jupyterlab_to_open_chapters_as_notebooks():
     assert json.loads(installed.read_text()) == wanted
 
 
+PARTS = {"theorem": ".jp-MarkdownCell .myst-proof", "exercise": ".jp-MarkdownCell .myst-exercise:not(details)",
+         "folded solution": ".jp-MarkdownCell details.myst-exercise:not([open])",
+         "figure": ".jp-Cell .jp-OutputArea-output img"}
+"""What jupyterlab-myst makes of the book's directives (and a figure output), by CSS selector."""
+
+
 @pytest.mark.slow
 def test_jupyterlab_in_chromium_opens_a_chapter_as_a_notebook_and_saves_the_pair(tmp_path: Path):
-    """Live: JupyterLab from this environment, driven in headless Chromium. A double click on a chapter's .md opens
-    it as a notebook (not in the text editor); its first two cells run; a save keeps the .md's meaning and the pair
-    in sync."""
+    """Live: JupyterLab started by `make lab` exactly as the Makefile writes it (in a copy of the repository's root
+    holding one chapter), driven in headless Chromium. A double click on the chapter's .md opens it as a notebook
+    (not in the text editor); its theorems, exercises, folded solutions and figures render
+    (jupyterlab-myst); its first two cells run; a save keeps the .md's meaning and the pair in sync."""
     import json
     import os
+    import signal
     import socket
     import time
     import urllib.request
@@ -112,7 +121,8 @@ def test_jupyterlab_in_chromium_opens_a_chapter_as_a_notebook_and_saves_the_pair
             pytest.fail("Chromium not found: install it with `apt-get install chromium`")
         pytest.skip("Chromium not found")
     md = next(p for p in CHAPTERS if p.name.startswith("ch02"))
-    shutil.copy(ROOT / "jupytext.toml", tmp_path)
+    for name in ("jupytext.toml", "Makefile"):
+        shutil.copy(ROOT / name, tmp_path)
     (tmp_path / "book").mkdir()
     for path in (md, md.with_suffix(".ipynb")):
         shutil.copy(path, tmp_path / "book" / path.name)
@@ -121,19 +131,25 @@ def test_jupyterlab_in_chromium_opens_a_chapter_as_a_notebook_and_saves_the_pair
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     token = "ncbook-test"
-    args = ["lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1", "--allow-root",
-            f"--ServerApp.root_dir={tmp_path}", f"--IdentityProvider.token={token}", "--LabApp.news_url=",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
-    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt")}
-    server = subprocess.Popen([str(Path(sys.executable).parent / "jupyter"), *args], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, env=env)
+    config = tmp_path / "jupyter-config"                  # where this server listens; the command is make's own
+    config.mkdir()
+    (config / "jupyter_server_config.json").write_text(json.dumps({
+        "ServerApp": {"port": port, "ip": "127.0.0.1", "open_browser": False, "allow_root": True},
+        "IdentityProvider": {"token": token}}))
+    tracker = config / "lab" / "user-settings" / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    tracker.parent.mkdir(parents=True)
+    tracker.write_text(json.dumps({"windowingMode": "none"}))        # draw every cell, so each can be waited for
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt"), "JUPYTER_CONFIG_DIR": str(config)}
+    venv = Path(sys.executable).parent.parent
+    server = subprocess.Popen(["make", "-o", "install", "lab", f"VENV={venv}"], cwd=tmp_path, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        for _ in range(120):
+        for _ in range(1200):
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=2):
                     break
             except OSError:
-                assert server.poll() is None, "JupyterLab did not start"
+                assert server.poll() is None, "`make lab` did not start JupyterLab"
                 time.sleep(0.5)
         from playwright.sync_api import TimeoutError as PlaywrightTimeout
         from playwright.sync_api import sync_playwright
@@ -149,7 +165,7 @@ def test_jupyterlab_in_chromium_opens_a_chapter_as_a_notebook_and_saves_the_pair
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
             page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.goto(f"http://127.0.0.1:{port}/lab/tree/book?token={token}")
+            page.goto(f"http://127.0.0.1:{port}/?token={token}")     # make lab's default page: the book's folder
             item = page.locator(".jp-DirListing-item", has_text=md.name)
             step("the file browser listing the chapter", item.wait_for, timeout=600_000)
             item.dblclick()
@@ -159,7 +175,14 @@ def test_jupyterlab_in_chromium_opens_a_chapter_as_a_notebook_and_saves_the_pair
             step("its code cells rendering", page.locator(".jp-CodeCell").first.wait_for, timeout=600_000)
             step("three cells rendering", page.wait_for_function,
                  "document.querySelectorAll('.jp-Notebook .jp-Cell').length >= 3", timeout=600_000)
-            assert page.locator(".jp-MarkdownCell .jp-RenderedMarkdown").count() >= 1   # markdown rendered, not text
+            step("its markdown rendering (jupyterlab-myst)", page.locator(".jp-MarkdownCell .myst").first.wait_for,
+                 state="attached", timeout=600_000)
+            for name, css in PARTS.items():              # every cell is drawn (windowing off in this test's settings)
+                step(f"a {name} rendering (jupyterlab-myst)", page.locator(css).first.wait_for, state="attached",
+                     timeout=600_000)
+            text = page.locator(".jp-Notebook").inner_text()
+            assert ":::{prf:" not in text and ":::{exercise}" not in text, "raw MyST directives in JupyterLab"
+            assert "Jupyter news" not in page.locator("body").inner_text(), "JupyterLab's news pop-up appeared"
             page.locator(".jp-Notebook .jp-Cell").first.click()
             for _ in range(3):                                   # the first markdown cell, then two code cells
                 page.keyboard.press("Shift+Enter")
@@ -180,11 +203,11 @@ def test_jupyterlab_in_chromium_opens_a_chapter_as_a_notebook_and_saves_the_pair
                 page.screenshot(path=os.path.join(os.environ["NCBOOK_SCREENSHOTS"], "jupyterlab.png"))
             browser.close()
     finally:
-        server.terminate()                               # JupyterLab waits for its kernel: give it 10 s, then kill
+        os.killpg(server.pid, signal.SIGTERM)            # make and its JupyterLab; the server waits for its kernel
         try:
             server.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            server.kill()
+            os.killpg(server.pid, signal.SIGKILL)
             server.wait()
     copy = md_copy
     assert _front_matter(copy) == _front_matter(md), "the save changed the front matter"
