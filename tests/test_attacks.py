@@ -503,6 +503,7 @@ def test_broken_data_files_are_named_with_what_is_wrong(tmp_path):
     """Empty or /dev/zero MNIST files gave a 33-line traceback ending "Dataset not found"; CIFAR files at /dev/zero
     "need at least one array to concatenate"."""
     import os
+
     from ncbook import data
     raw = tmp_path / "MNIST" / "raw"
     raw.mkdir(parents=True)

@@ -2,7 +2,6 @@
 budget."""
 
 import json
-
 import shutil
 
 import pytest
