@@ -182,7 +182,8 @@ def test_list_and_verify_report_a_broken_manifest_instead_of_crashing(results, c
     assert ["jacot_mlp", "tiny--steps=20", "corrupted"] in rows
     assert main(["verify"]) == 1
     out = capsys.readouterr().out
-    assert "tiny--steps=20.json is not valid JSON" in out
+    assert "jacot_mlp/tiny--steps=20: manifest " in out
+    assert "tiny--steps=20.json is malformed: it is not valid JSON" in out
     assert "`python -m ncbook run jacot_mlp --scale tiny --set steps=20`" in out
 
 
