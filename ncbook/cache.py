@@ -245,17 +245,6 @@ MAX_INT_DIGITS = 25
 """The most digits of an integer in a manifest (seeds are below 2**63, 19 digits)."""
 
 
-def _depth(obj: Any) -> int:
-    """The nesting depth of parsed JSON, without recursion."""
-    deepest, todo = 0, [(obj, 0)]
-    while todo:
-        item, d = todo.pop()
-        deepest = max(deepest, d)
-        if d <= MAX_DEPTH and isinstance(item, dict | list):
-            todo.extend((v, d + 1) for v in (item.values() if isinstance(item, dict) else item))
-    return deepest
-
-
 def _bounded_int(text: str) -> int:
     if len(text.lstrip("-")) > MAX_INT_DIGITS:
         raise ValueError(f"an integer of {len(text.lstrip('-'))} digits (the limit is {MAX_INT_DIGITS})")
@@ -264,7 +253,8 @@ def _bounded_int(text: str) -> int:
 
 def parse_manifest(text: str) -> tuple[Any, str | None]:
     """Parsed manifest JSON and None, or (None, what is wrong) for text that is not JSON, nests deeper than
-    :data:`MAX_DEPTH` or holds integers longer than :data:`MAX_INT_DIGITS` digits (never a RecursionError)."""
+    :data:`MAX_DEPTH` (counted outside strings before parsing, so never a RecursionError) or holds integers longer
+    than :data:`MAX_INT_DIGITS` digits."""
     nesting = depth = 0
     for ch in text.replace('\\\\', "").replace('\\"', ""):       # escapes cannot open or close a string
         if ch == '"':
@@ -279,9 +269,7 @@ def parse_manifest(text: str) -> tuple[Any, str | None]:
         obj = json.loads(text, parse_int=_bounded_int)
     except ValueError as err:                 # JSONDecodeError, an integer too long, a float out of range
         return None, f"it is not valid JSON ({str(err)[:120]})"
-    except RecursionError:
-        return None, f"it nests deeper than {MAX_DEPTH} levels"
-    return (obj, None) if _depth(obj) <= MAX_DEPTH else (None, f"it nests deeper than {MAX_DEPTH} levels")
+    return obj, None
 
 
 def manifest_problems(manifest: Any) -> list[str]:
