@@ -16,7 +16,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: install lab student assets book pdf test unit quick mutation notebooks variants pairing build-strict lint verify execute clean
+.PHONY: install lab student assets book pdf test unit quick mutation notebooks variants pairing build-strict clean-html lint verify execute clean
 
 # JupyterLab settings of this environment: a chapter's .md opens as a notebook (jupytext), not in the text editor
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
@@ -37,8 +37,9 @@ lab: install
 assets:
 	bash scripts/fetch_assets.sh
 
+# warning-free, as CI requires (-W -n); a second run rebuilds only what changed
 book: install assets
-	$(VENV)/bin/jupyter-book build .
+	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 	@echo "Open _build/html/index.html in a browser."
 
 # the student edition: the book and its notebooks without the solutions (_build/student)
@@ -50,17 +51,18 @@ pdf: book student
 	$(PY) scripts/make_pdf.py _build/student/_build/html _build/pdf/ncbook-student.pdf _build/student/src/_toc.yml
 	@echo "The book: _build/pdf/ncbook.pdf; the student edition: _build/pdf/ncbook-student.pdf"
 
-test: install assets lint verify build-strict unit mutation pairing notebooks variants student
+# the documented commands themselves: book (from scratch), student and pdf, before the tests that read what they made
+test: install assets lint verify build-strict book student pdf unit mutation pairing notebooks variants
 	@echo "all checks passed"
 
-# in `make test` the browser test reads the book that build-strict has just built instead of building it again
-test: BUILT_HTML := $(CURDIR)/_build/strict/_build/html
+# in `make test` the browser and print tests read the book, the PDFs and the handout that the commands above made
+test: BUILT := $(CURDIR)/_build
 
 verify:
 	$(PY) -m ncbook verify
 
 unit:
-	NCBOOK_BUILT_HTML=$(BUILT_HTML) $(PY) -m pytest tests -q --runslow
+	NCBOOK_BUILT=$(BUILT) $(PY) -m pytest tests -q --runslow
 
 quick:
 	$(PY) -m pytest tests -q
@@ -93,9 +95,11 @@ lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/python scripts/format_chapters.py --check
 
-build-strict:
-	rm -rf _build/strict
-	$(VENV)/bin/jupyter-book build . --path-output _build/strict -W -n --keep-going
+# `make book` from scratch: what an earlier build left is removed first
+build-strict: clean-html book
+
+clean-html:
+	rm -rf _build/html _build/.doctrees _build/jupyter_execute _build/strict
 
 execute: install
 	$(PY) scripts/execute_chapters.py

@@ -183,16 +183,27 @@ class SliderFigure:
                                         style={"description_width": "initial"}, continuous_update=False)
                    for k, grid in self.params.items()}
         img = w.Image(value=self.image(**self.initial), format="png")
+        status = w.HTML(value="")       # "computing ..." while a position is drawn for the first time
         log = w.Output()                # progress bars of a position drawn for the first time
 
         def redraw(_=None):
-            with log:
-                log.clear_output()
-                img.value = self.image(**{k: s.value for k, s in sliders.items()})
+            values = {k: s.value for k, s in sliders.items()}
+            if tuple(values[k] for k in self.params) not in self._png:
+                status.value = f"<i>computing the figure at {html.escape(self.position_text(values))} …</i>"
+                for s in sliders.values():
+                    s.disabled = True
+            try:
+                with log:
+                    log.clear_output()
+                    img.value = self.image(**values)
+            finally:
+                status.value = ""
+                for s in sliders.values():
+                    s.disabled = False
 
         for s in sliders.values():
             s.observe(redraw, names="value")
-        return w.VBox([*sliders.values(), img, log])
+        return w.VBox([*sliders.values(), status, img, log])
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, Any]:
         bundle: dict[str, Any] = {

@@ -5,7 +5,14 @@
 Writes a copy of the book's sources with every solution removed to ``_build/student/src`` (the chapters as
 notebooks that keep the outputs of every remaining cell: ``_build/student/src/book/ch*.ipynb``, with their MyST
 twins) and builds it with Jupyter Book into ``_build/student/_build/html``. The exercises stay, numbered as in the
-full book. The default build (``make book``) keeps the solutions, folded.
+full book; an exercise that checks itself (``ncbook.exercises``) keeps its answer cell, emptied to ``answer = None``
+under a line saying what to put there, and its check cell, unfolded and without the book's output. The default build
+(``make book``) keeps the solutions and the reference answers, folded.
+
+Then it packs the handout, everything a student needs to run the exercises away from the repository:
+``_build/student/ncbook-student/`` and the same as ``_build/student/ncbook-student.zip`` (the student notebooks in
+``book/``, the package, the shipped results, requirements.txt, pyproject.toml, the Makefile for ``make install`` and
+``make lab``, and a README saying how).
 """
 
 from __future__ import annotations
@@ -14,14 +21,24 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import jupytext
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from ncbook.exercises import CHECKS  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "_build" / "student"
 FENCE = re.compile(r"^(:{3,})\{(solution|solution-start|solution-end)\}")
+# an exercise's answer cell and check cell, as the chapters write them (folded in the book)
+ANSWER = re.compile(r"```\{code-cell\} ipython3\n:tags: \[answer, hide-input\]\n\n(?P<answer>.*?)```\n\n"
+                    r"```\{code-cell\} ipython3\n:tags: \[check, hide-input\]\n\n"
+                    r"exercises\.check\(\"(?P<label>[\w-]+)\", answer\)\n```", re.S)
+CODE = re.compile(r"```\{code-cell\} ipython3\n(?::tags: .*\n)?\n?(.*?)```", re.S)
+HANDOUT = OUT / "ncbook-student"
 
 
 def strip_solutions(text: str) -> str:
@@ -55,11 +72,48 @@ def strip_solutions(text: str) -> str:
     return "".join(out)
 
 
-def student_notebook(md: Path):
-    """A chapter without its solutions, with the outputs of the executed notebook for every cell that remains."""
-    stripped = jupytext.reads(strip_solutions(md.read_text()), fmt="md:myst")
+def reference_answers(text: str) -> dict[str, str]:
+    """Exercise label -> what a student who solved it would put in its answer cell: the code cells of the book's
+    solution, then the book's answer cell."""
+    out = {}
+    for m in ANSWER.finditer(text):
+        label = m.group("label")
+        start = text.find(f"{{solution-start}} {label}")
+        code = []
+        if start >= 0:
+            end = text.index(":::{solution-end}", start)
+            code = [c.strip("\n") for c in CODE.findall(text[start:end])]
+        out[label] = "\n\n".join([*code, m.group("answer").strip("\n")])
+    return out
+
+
+def student_answers(text: str, fill: dict[str, str] | None = None) -> str:
+    """MyST text whose answer cells hold ``answer = None`` (or ``fill[label]``) under a line saying what to put there,
+    and whose answer and check cells are no longer folded."""
+    def cell(m: re.Match) -> str:
+        label = m.group("label")
+        if label not in CHECKS:
+            raise ValueError(f"the answer cell of {label!r} has no check in ncbook.exercises.CHECKS")
+        c = CHECKS[label]
+        body = (fill or {}).get(label, "answer = None")
+        ask = "\n".join(textwrap.wrap(f"Exercise {c.number}, your answer: {c.asks}", 44,   # 44: whole on a phone
+                                       initial_indent="# ", subsequent_indent="# ", break_on_hyphens=False))
+        return (f"```{{code-cell}} ipython3\n:tags: [answer]\n\n{ask}\n"
+                f"{body}\n```\n\n```{{code-cell}} ipython3\n:tags: [check]\n\n"
+                f"exercises.check(\"{label}\", answer)\n```")
+    return ANSWER.sub(cell, text)
+
+
+def student_notebook(md: Path, fill: dict[str, str] | None = None):
+    """A chapter without its solutions, with the outputs of the executed notebook for every cell that remains except
+    the answers and checks (the student's to run); ``fill``: label -> code for answer cells (tests)."""
+    stripped = jupytext.reads(student_answers(strip_solutions(md.read_text()), fill), fmt="md:myst")
     executed = jupytext.read(md.with_suffix(".ipynb"))
-    return jupytext.combine.combine_inputs_with_outputs(stripped, executed, fmt="md:myst")
+    nb = jupytext.combine.combine_inputs_with_outputs(stripped, executed, fmt="md:myst")
+    for c in nb.cells:
+        if c.cell_type == "code" and {"answer", "check"} & set(c.metadata.get("tags", [])):
+            c.outputs, c.execution_count = [], None
+    return nb
 
 
 def write_sources(out: Path = OUT / "src") -> Path:
@@ -78,10 +132,46 @@ def write_sources(out: Path = OUT / "src") -> Path:
         if page.stem.startswith("ch"):
             nb = student_notebook(page)
             jupytext.write(nb, out / "book" / f"{page.stem}.ipynb")
-            (out / "book" / page.name).write_text(strip_solutions(page.read_text()))
+            (out / "book" / page.name).write_text(student_answers(strip_solutions(page.read_text())))
         else:
             (out / "book" / page.name).write_text(strip_solutions(page.read_text()))
     return out
+
+
+HANDOUT_README = """# ncbook, student handout
+
+The chapters of *Neural collapse, derived and reproduced* as notebooks, without the solutions, with the package
+`ncbook` and the cached results they load. Exercises marked with an answer cell check themselves: put your answer in
+the cell `answer = None`, run the check cell below it, and it says whether you are right, or what is wrong.
+
+    make install      # a virtual environment in .venv with everything (Python 3.11; a few minutes)
+    make lab          # JupyterLab on book/: open a chapter, Run All, then work through its exercises
+
+Without make: `python3 -m venv .venv && .venv/bin/pip install -r requirements.txt`, then
+`.venv/bin/jupyter lab book/` from this folder (the `.md` files are the same chapters as text, paired with the
+`.ipynb` notebooks by `jupytext.toml`). Only `make install` and `make lab` of the Makefile apply here.
+"""
+
+HANDOUT_FILES = ("requirements.txt", "pyproject.toml", "jupytext.toml", "Makefile", "scripts/jupyterlab_overrides.json")
+
+
+def handout(src: Path, out: Path = HANDOUT) -> Path:
+    """The folder a student takes away (the student notebooks, the package, the shipped results, what installs them)
+    and its zip archive beside it; returns the archive."""
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "book").mkdir(parents=True)
+    for page in sorted((src / "book").glob("ch*.*")):
+        if page.suffix in (".md", ".ipynb"):
+            shutil.copy(page, out / "book" / page.name)
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc", ".locks", ".checkpoints")
+    shutil.copytree(ROOT / "ncbook", out / "ncbook", ignore=skip)
+    shutil.copytree(ROOT / "results", out / "results", ignore=skip)
+    for name in HANDOUT_FILES:
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, out / name)
+    (out / "README.md").write_text(HANDOUT_README)
+    return Path(shutil.make_archive(str(out), "zip", root_dir=out.parent, base_dir=out.name))
 
 
 def main() -> int:
@@ -89,7 +179,9 @@ def main() -> int:
     jb = Path(sys.executable).with_name("jupyter-book")          # installed beside this Python, as `make` uses it
     rc = subprocess.run([str(jb), "build", str(src), "--path-output", str(OUT), "-W", "-n", "--keep-going"]).returncode
     if rc == 0:
+        archive = handout(src)
         print(f"student edition: {OUT / '_build' / 'html' / 'index.html'}; notebooks in {src / 'book'}")
+        print(f"handout for students: the folder {HANDOUT}, and the same as {archive}")
     return rc
 
 

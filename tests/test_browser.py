@@ -159,6 +159,13 @@ def browser():
         b.close()
 
 
+def made_by_make(part: str) -> Path | None:
+    """What `make test`'s own commands built (NCBOOK_BUILT=<repository>/_build): ``html`` by `make book`, ``pdf`` by
+    `make pdf`, ``student`` by `make student`; None when the tests run on their own."""
+    given = os.environ.get("NCBOOK_BUILT")
+    return Path(given) / part if given else None
+
+
 @pytest.fixture(scope="module")
 def built_book() -> Path:
     if not (ROOT / "_assets" / "mathjax").is_dir():
@@ -166,11 +173,11 @@ def built_book() -> Path:
         if os.environ.get("CI"):
             pytest.fail(msg)
         pytest.skip(msg)
-    given = os.environ.get("NCBOOK_BUILT_HTML")    # `make test` builds the book once (build-strict) and passes it
+    given = made_by_make("html")               # `make test` builds the book once (`make book`) and passes it
     if given:
-        if not (Path(given) / "index.html").is_file():
-            pytest.fail(f"NCBOOK_BUILT_HTML={given} holds no built book: run `make build-strict` first, or unset it")
-        return Path(given)
+        if not (given / "index.html").is_file():
+            pytest.fail(f"NCBOOK_BUILT={given.parent} holds no built book: run `make book` first, or unset it")
+        return given
     shutil.rmtree(BUILD, ignore_errors=True)
     jb = Path(sys.executable).parent / "jupyter-book"
     subprocess.run([str(jb), "build", str(ROOT), "--path-output", str(BUILD)], check=True, capture_output=True,
@@ -318,7 +325,9 @@ def test_print_edition(browser, built_book: Path):
     slider figure as all its positions), solutions unfolded, no slider controls."""
     from pypdf import PdfReader
 
-    out = make_pdf.print_book(browser, built_book, BUILD / "ncbook.pdf")
+    made = made_by_make("pdf")                 # in `make test`: the PDF that `make pdf` printed
+    out = made / "ncbook.pdf" if made else make_pdf.print_book(browser, built_book, BUILD / "ncbook.pdf")
+    assert out.is_file(), f"{out} is missing: `make pdf` did not print the book"
     reader = PdfReader(out)
     text = "\n".join(p.extract_text() or "" for p in reader.pages)
     images = 0
@@ -376,3 +385,29 @@ def test_print_edition(browser, built_book: Path):
     ctx.close()
     cut = {page: c for page, c in cut.items() if c}
     assert not cut, f"code cut off in print on {len(cut)} pages: {list(cut.items())[:2]}"
+
+
+def test_make_student_and_make_pdf_made_the_student_edition_and_its_handout():
+    """In `make test`, after `make student` and `make pdf` ran as documented: the student edition's PDF (exercises and
+    their answer cells, no solution) and the handout archive (notebooks, package, results, README)."""
+    from pypdf import PdfReader
+
+    pdf, student = made_by_make("pdf"), made_by_make("student")
+    if pdf is None:
+        pytest.skip("reads what `make student` and `make pdf` made: run by `make test` (NCBOOK_BUILT)")
+    out = pdf / "ncbook-student.pdf"
+    assert out.is_file(), f"{out} is missing: `make pdf` did not print the student edition"
+    reader = PdfReader(out)
+    flat = re.sub(r"\s+", " ", "\n".join(p.extract_text() or "" for p in reader.pages))
+    assert len(reader.pages) >= 3 * len(toc_pages())
+    assert "Exercise 1.1" in flat and "Exercise 9.3" in flat and "Solution to Exercise" not in flat
+    assert flat.count(", your answer:") == 13
+    archive = student / "ncbook-student.zip"
+    assert archive.is_file(), f"{archive} is missing: `make student` made no handout"
+    import zipfile
+
+    with zipfile.ZipFile(archive) as z:
+        names = set(z.namelist())
+    for name in ("README.md", "Makefile", "requirements.txt", "ncbook/exercises.py", "book/ch01_metrics.ipynb",
+                 "book/ch09_tirer_experiments.md", "results/README.md"):
+        assert f"ncbook-student/{name}" in names, f"the handout lacks {name}"

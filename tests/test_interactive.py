@@ -90,3 +90,32 @@ def test_the_books_example_of_adding_a_slider_runs():
     frames = json.loads(re.search(r'class="ncsf-frames">(.*?)</script>', sf.html()).group(1))
     assert len(frames) == 9 and 'data-key="0,1"' in sf.html()
     assert "λ<sub>H</sub>" in sf.html()
+
+
+def test_live_slider_says_it_is_computing_while_it_draws_a_new_position():
+    """A position drawn for the first time shows "computing the figure at ..." and disables the sliders while it is
+    drawn; both are undone afterwards, also when the drawing fails; a memoised position says nothing."""
+    pytest.importorskip("ipywidgets")
+    seen = []
+
+    def draw(a):
+        if seen is not None and len(box_ref):
+            box = box_ref[0]
+            seen.append((box.children[1].value, box.children[0].disabled))
+        if a == 3:
+            raise RuntimeError("broken position")
+        return _draw(a)
+
+    box_ref: list = []
+    sf = SliderFigure(draw, {"a": [1, 2, 3]}, labels={"a": "λ_H"})
+    box = sf.widget()
+    box_ref.append(box)
+    slider, status = box.children[0], box.children[1]
+    slider.value = 2
+    assert seen == [("<i>computing the figure at λ_H = 2 …</i>", True)]
+    assert status.value == "" and not slider.disabled
+    slider.value = 1                                                       # memoised: nothing to say
+    assert len(seen) == 1
+    with pytest.raises(RuntimeError):
+        slider.value = 3
+    assert status.value == "" and not slider.disabled
