@@ -23,6 +23,10 @@ def test_results_index_lists_every_statement_of_the_book():
     stated = {label for md in CHAPTERS
               for label in re.findall(rf":::\{{prf:(?:{KINDS})\}}[^\n]*\n:label: (\S+)", md.read_text())}
     assert stated and stated == listed, f"missing: {sorted(stated - listed)}, stale: {sorted(listed - stated)}"
+    for md in CHAPTERS:                             # each with the title its chapter gives it
+        for title, label in re.findall(rf":::\{{prf:(?:{KINDS})\}} ?([^\n]*)\n:label: (\S+)", md.read_text()):
+            if title:
+                assert f"{{prf:ref}}`{label}` ({title})" in index, f"the index lists {label} without its title {title!r}"
 
 
 @pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
@@ -97,7 +101,7 @@ def test_chapters_open_with_objectives_and_end_with_a_summary_before_the_exercis
 @pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
 def test_every_exercise_has_a_difficulty(md: Path):
     titles = re.findall(r"^:::\{exercise\}(.*)$", md.read_text(), re.M)
-    assert titles and all(t.strip() in ("(basic)", "(intermediate)", "(advanced)") for t in titles), titles
+    assert titles and all(t.strip() in ("basic", "intermediate", "advanced") for t in titles), titles
 
 
 def test_the_instructors_page_covers_every_chapter():

@@ -411,3 +411,61 @@ def test_make_student_and_make_pdf_made_the_student_edition_and_its_handout():
     for name in ("README.md", "Makefile", "requirements.txt", "ncbook/exercises.py", "book/ch01_metrics.ipynb",
                  "book/ch09_tirer_experiments.md", "results/README.md"):
         assert f"ncbook-student/{name}" in names, f"the handout lacks {name}"
+
+
+PAPER_WORDS = re.compile(r"et al\.|their|the paper|Tirer|Jacot|Bruna|Nguyen|Papyan|Zhu|Galanti|printed|as stated", re.I)
+NAMED = re.compile(r"\b(Theorem|Thm\.?|Lemma|Proposition|Prop\.|Corollary|Cor\.|Assumption) ([A-Z]?\d+\.\d+)")
+OWN_NUMBERING = {"book/working", "book/notation"}    # pages that explain how the book numbers (the examples are ours)
+
+
+def _visible_text(page: str) -> str:
+    """A page's prose: no code, no statement headings, the book's own numbered references as LINK."""
+    page = re.sub(r"<(script|style)\b.*?</\1>", " ", page, flags=re.S)
+    page = re.sub(r'<div class="cell_input.*?</div>\s*</div>', " ", page, flags=re.S)
+    page = re.sub(r"<pre\b.*?</pre>", " ", page, flags=re.S)
+    page = re.sub(r'<p class="admonition-title">.*?</p>', " ", page, flags=re.S)
+    page = re.sub(r'<a class="reference internal"[^>]*>(.*?)</a>',
+                  lambda m: " LINK " if NAMED.search(re.sub(r"<[^>]+>", "", m.group(1))) else m.group(1), page,
+                  flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", "", page))
+
+
+def unqualified_results(page: str) -> list[str]:
+    """Every "Theorem 3.1", "Lemma C.2", ... of a page's prose that is neither a link to the book's own statement
+    nor qualified by its paper in the same sentence or in the heading of its section."""
+    out = []
+    for section in re.split(r"(?=<h[12]\b)", page):
+        heading = re.match(r"<h[12][^>]*>(.*?)</h[12]>", section, re.S)
+        if heading and PAPER_WORDS.search(re.sub(r"<[^>]+>", "", heading.group(1))):
+            continue
+        for sentence in re.split(r"(?<=[.;!?])\s+(?=[A-Z*(])|\n\n", _visible_text(section)):
+            out += [f"{m.group(0)}: {sentence.strip()[:120]!r}" for m in NAMED.finditer(sentence)
+                    if not PAPER_WORDS.search(sentence)]
+    return out
+
+
+def test_titles_and_references_read_right(built_book: Path):
+    """On every page: statement, exercise and solution titles with one pair of parentheses ("Exercise 1.1 (basic)",
+    never "((basic))"); every link to a chapter carries its number; every theorem, lemma, ... named by a number
+    that is not a link to the book's own statement is qualified by its paper within the same sentence."""
+    chapters = {}
+    for page in toc_pages():
+        page_html = (built_book / f"{page}.html").read_text()
+        m = re.search(r"<h1>(.*?)<a class=\"headerlink\"", page_html, re.S)
+        if page.startswith("book/ch") and m:
+            chapters[html.unescape(re.sub(r"<[^>]+>|^\d+\.\s*", "", m.group(1))).strip()] = page
+    assert len(chapters) == 9, chapters
+    bad: list[str] = []
+    for page in toc_pages():
+        page_html = (built_book / f"{page}.html").read_text()
+        for title in re.findall(r'class="admonition-title">(.*?)</p>', page_html, re.S):
+            text = html.unescape(re.sub(r"<[^>]+>", "", title))
+            if "((" in text or "))" in text:
+                bad.append(f"{page}: title {text!r}")
+        for link in re.findall(r'<a class="reference internal"[^>]*>(.*?)</a>', page_html, re.S):
+            text = html.unescape(re.sub(r"<[^>]+>", "", link)).strip()
+            if text in chapters:
+                bad.append(f"{page}: chapter link without its number: {text!r}")
+        if page not in OWN_NUMBERING:
+            bad += [f"{page}: without its paper: {u}" for u in unqualified_results(page_html)]
+    assert not bad, f"{len(bad)} titles or references read wrong:\n" + "\n".join(bad[:40])
