@@ -17,6 +17,7 @@ FLOORS = [
     {"runner", "scaling"},                                    # results run and loaded; what governs them
     {"compare"},                                              # results read against the papers
     {"claims"},                                               # the papers' claims as data, the verdict rule
+    {"exercises"},                                            # the exercises' answers, recomputed to check them
     {"plotting"},
     {"interactive", "__main__"},
 ]
