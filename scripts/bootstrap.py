@@ -25,31 +25,41 @@ TAGS = ["remove-cell", "bootstrap"]   # hidden in the HTML book, where nothing n
 
 TEMPLATE = '''# Outside the book's repository (Colab, a downloaded notebook) this installs ncbook and its cached results
 # at the book's version; in the repository's environment it does nothing. Written by scripts/bootstrap.py.
-import importlib.util, os, shutil, subprocess, sys
-REPOSITORY, VERSION = {url}, {branch}
+import importlib.util, os, shutil, subprocess, sys, zipfile
+REPOSITORY, VERSION, ARCHIVE = {url}, {branch}, "ncbook-source.zip"
+home = os.path.join(os.path.expanduser(os.environ.get("NCBOOK_HOME", "~/.cache/ncbook")), VERSION)
 if importlib.util.find_spec("ncbook") is None and os.path.isfile(os.path.join("..", "ncbook", "__init__.py")):
-    sys.path.insert(0, os.path.abspath(".."))                       # a clone without its environment
-elif importlib.util.find_spec("ncbook") is None:
-    if not REPOSITORY:
-        raise RuntimeError("ncbook is not installed and this book names no public repository: run the chapter "
-                           "from a clone of the book after `make install`")
-    home = os.path.join(os.path.expanduser(os.environ.get("NCBOOK_HOME", "~/.cache/ncbook")), VERSION)
+    sys.path.insert(0, os.path.abspath(".."))                       # a clone or the book's code, not installed
+elif importlib.util.find_spec("ncbook") is None and os.path.isfile(ARCHIVE):      # the book's code, beside it
+    with zipfile.ZipFile(ARCHIVE) as z:                             # unpack beside, then rename: never half a copy
+        shutil.rmtree(home + ".partial", ignore_errors=True)
+        z.extractall(home + ".partial")
+    shutil.rmtree(home, ignore_errors=True)
+    os.replace(os.path.join(home + ".partial", "ncbook-source"), home)
+    os.rmdir(home + ".partial")
+    sys.path.insert(0, home)
+elif importlib.util.find_spec("ncbook") is None and REPOSITORY:
     if not os.path.isdir(home):                                     # clone beside, then rename: never half a clone
         shutil.rmtree(home + ".partial", ignore_errors=True)
         subprocess.run(["git", "clone", "--quiet", "--depth", "1", "--branch", VERSION, REPOSITORY,
                         home + ".partial"], check=True)
         os.replace(home + ".partial", home)
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "-e", home], check=True)
-    sys.path.insert(0, home)'''
+    sys.path.insert(0, home)
+elif importlib.util.find_spec("ncbook") is None:
+    raise RuntimeError("ncbook is not installed: download ncbook-source.zip from the 'Run this chapter yourself' box "
+                       "of the page this notebook came from, put it next to this notebook, and run this cell again")'''
 
 
 NOTE = """:::{{admonition}} Run this chapter yourself
 :class: tip
 :name: run-{stem}
 
-This page is a Jupyter notebook that needs the book's package, `ncbook`, and its cached results. To run it,
-clone the book's repository{where}, run `make install` in the clone, then `make lab` and open
-`book/{stem}.ipynb`.{online} A notebook downloaded on its own stops in its first cell with this instruction.
+This page is a Jupyter notebook that runs on the book's package, `ncbook`, and its cached results. The book's code
+travels with it: download <a href="../ncbook-source.zip" download>ncbook-source.zip</a> (the package, every chapter
+as a notebook, the results, the Makefile; its checksum: <a href="../ncbook-source.zip.sha256">sha256</a>), unpack
+it, run `make install`, then `make lab` and open `book/{stem}.md`. Or download this page as a notebook (the download
+button above) and put `ncbook-source.zip` next to it: its first cell unpacks the package from there{where}.{online}
 :::"""
 """What every chapter's first markdown cell ends with: how to run the notebook (a downloaded one included)."""
 
@@ -58,7 +68,7 @@ _NOTE = re.compile(r":::\{admonition\} Run this chapter yourself\n.*?\n:::", re.
 
 def note_source(url: str, stem: str) -> str:
     """The how-to-run note of chapter ``stem`` for a repository URL ("" while the book has none)."""
-    where = f" (`git clone {url}`)" if url else ""
+    where = f", or clones it from {url}" if url else ""
     online = " Or open it in Colab or Binder (the launch buttons above): its first cell installs ncbook." if url else ""
     return NOTE.format(stem=stem, where=where, online=online)
 

@@ -104,7 +104,7 @@ def test_a_chapter_runs_in_a_fresh_venv_through_its_bootstrap(tmp_path):
     # no repository set (and nothing installed yet): one line says what to do
     bare = subprocess.run([str(python), "-c", bootstrap.cell_source("", "main")], cwd=tmp_path, env=env,
                           capture_output=True, text=True)
-    assert bare.returncode != 0 and "names no public repository" in bare.stderr.splitlines()[-1]
+    assert bare.returncode != 0 and "download ncbook-source.zip" in bare.stderr.splitlines()[-1]
     run = subprocess.run([str(python), str(script)], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "scale shown: cpu" in run.stdout and "final training error per seed" in run.stdout
@@ -133,17 +133,18 @@ def test_binder_builds_the_repository_environment():
 
 
 def test_a_downloaded_notebook_says_in_its_first_markdown_cell_how_to_run_it():
-    """Every chapter's .ipynb opens (first markdown cell) with the how-to-run note: clone, `make install`, the
-    notebook's own path; with a URL in the config it names the clone command and the launch buttons; writing the
-    note twice leaves one; the first cell's error names the command too."""
+    """Every chapter's .ipynb opens (first markdown cell) with the how-to-run note: the book's code from the site
+    (ncbook-source.zip and its checksum), `make install`, the chapter's own path; with a URL in the config it names
+    the repository and the launch buttons; writing the note twice leaves one; the first cell's error names the
+    archive and where to put it."""
     url, _ = bootstrap.repository()
     for md in CHAPTERS:
         nb = json.loads(md.with_suffix(".ipynb").read_text())
         first = "".join(next(c for c in nb["cells"] if c["cell_type"] == "markdown")["source"])
         assert first.startswith(("(", "#")) and bootstrap.note_source(url, md.stem) in first, md.name
-        assert "make install" in first and f"book/{md.stem}.ipynb" in first
+        assert "make install" in first and f"book/{md.stem}.md" in first and 'href="../ncbook-source.zip"' in first
     note = bootstrap.note_source("https://example.org/r.git", "ch01_metrics")
-    assert "`git clone https://example.org/r.git`" in note and "Colab or Binder" in note
+    assert "clones it from https://example.org/r.git" in note and "Colab or Binder" in note
     text = bootstrap.with_cell_md(CHAPTERS[0].read_text(), bootstrap.cell_source("", "main"), note)
-    assert text.count("Run this chapter yourself") == 1 and note in text
-    assert "`make install`" in bootstrap.TEMPLATE
+    assert text.count("{admonition} Run this chapter yourself") == 1 and note in text
+    assert "put it next to this notebook" in bootstrap.TEMPLATE

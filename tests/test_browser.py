@@ -40,7 +40,7 @@ _spec.loader.exec_module(make_pdf)
 chromium_path, toc_pages = make_pdf.chromium_path, make_pdf.toc_pages
 MIN_TEXT_PT = 9.0            # smallest text of a figure at its displayed size
 PAGE_LIMIT = 3 * 2**20       # everything one chapter page loads, gzip-compressed as a web server sends it
-SITE_LIMIT = 20 * 2**20      # the whole built site
+SITE_LIMIT = 28 * 2**20      # the whole built site (MathJax 4 and its font: 3.5 MB; the book's code: ncbook-source.zip)
 NO_IDENTIFIER = {"Rangamani and Banburski-Fahey 2022", "Nguyen and Mondelli 2020", "Dai et al. 2021"}
 """Bibliography entries whose DOI or arXiv number we could not confirm offline: listed without a link, not guessed."""
 BUILD = ROOT / "_build" / "browser"
@@ -48,7 +48,8 @@ SHOTS = ROOT / "_build" / "screenshots"
 RAW_TEX = ("$$", "\\(", "\\[", "\\begin{", "\\frac", "\\mathrm")
 # Typeset math and article elements that extend past their visible box: the nearest ancestor that clips (overflow
 # not visible) or else the article column, measured with getBoundingClientRect. With allowScroll, an element whose
-# clipping box visibly scrolls (overflow auto/scroll and wider content) is not counted. Returns descriptions.
+# clipping box visibly scrolls (overflow auto/scroll and wider content) is not counted, unless it is a formula:
+# MathJax 4 breaks formulas into lines, so none may be cut or hidden in a scrolling box. Returns descriptions.
 CLIPPED_JS = """(allowScroll) => {
   const article = document.querySelector("article.bd-article") || document.querySelector("main");
   const column = article.getBoundingClientRect();
@@ -57,22 +58,42 @@ CLIPPED_JS = """(allowScroll) => {
     if (el.closest("details:not([open])") || el.offsetParent === null) continue;     // folded or hidden
     const r = el.getBoundingClientRect();
     if (r.width === 0) continue;
-    let box = column, scrolls = false;
+    let box = column, scrolls = false, math = false;
     for (let a = el.parentElement; a && a !== article; a = a.parentElement) {
       const cs = getComputedStyle(a);
       if (cs.overflowX !== "visible") {
         box = a.getBoundingClientRect();
         scrolls = ["auto", "scroll"].includes(cs.overflowX) && a.scrollWidth > a.clientWidth;
+        math = a.closest("mjx-container, div.math") !== null;         // the formula's own box scrolls
         break;
       }
     }
-    if ((r.right > box.right + 1 || r.left < box.left - 1) && !(allowScroll && scrolls)) {
+    // a formula breaks into lines; one that cannot (an aligned block) may scroll only under the visible cue
+    const cued = el.closest("div.math.ncbook-scrolls") !== null;
+    if ((r.right > box.right + 1 || r.left < box.left - 1) && !(allowScroll && scrolls && (!math || cued))) {
       let tex = "";
       const c = el.closest("mjx-container");
       if (c) for (const m of MathJax.startup.document.math) if (m.typesetRoot === c) tex = m.math;
       out.push(el.tagName.toLowerCase() + " " + Math.round(r.width) + " px: "
                + (tex || el.textContent || el.getAttribute("src") || "").trim().replace(/\\s+/g, " ").slice(0, 100));
     }
+  }
+  return out;
+}"""
+
+# Every display that scrolls at a phone's width says so above the formula, with its equation number in the column.
+CUE_JS = """() => {
+  const article = document.querySelector("article.bd-article") || document.querySelector("main");
+  const column = article.getBoundingClientRect();
+  const out = [];
+  for (const d of document.querySelectorAll(".bd-article div.math")) {
+    const c = d.querySelector("mjx-container");
+    if (!c || c.scrollWidth <= c.clientWidth + 1) continue;
+    const cue = getComputedStyle(d, "::before").content;
+    if (!d.classList.contains("ncbook-scrolls") || !cue.includes("scroll")) out.push("a formula scrolls, no cue");
+    const n = d.querySelector(".eqno"), at = n && n.getBoundingClientRect();
+    if (n && (at.right > column.right + 1 || at.top > c.getBoundingClientRect().top))
+      out.push("equation " + n.textContent.trim() + " is not above its scrolling formula");
   }
   return out;
 }"""
@@ -291,8 +312,13 @@ def test_page_in_chromium(browser, built_book: Path, page: str):
     clipped = tab.evaluate(CLIPPED_JS, False)
     scrolling = tab.evaluate(SCROLLING_JS)
     tab.set_viewport_size({"width": 390, "height": 844})
+    tab.reload(wait_until="load")                  # as a phone opens it: MathJax breaks the formulas at its width
+    if has_math:
+        tab.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=20_000)
+        tab.evaluate("() => MathJax.startup.promise")
     tab.wait_for_timeout(400)
     narrow = tab.evaluate(CLIPPED_JS, True)
+    narrow += tab.evaluate(CUE_JS)
     tab.screenshot(path=str(SHOTS / f"{name}-390.png"))
     ctx.close()
     assert not errors, f"{page}: " + "; ".join(errors)
@@ -469,3 +495,81 @@ def test_titles_and_references_read_right(built_book: Path):
         if page not in OWN_NUMBERING:
             bad += [f"{page}: without its paper: {u}" for u in unqualified_results(page_html)]
     assert not bad, f"{len(bad)} titles or references read wrong:\n" + "\n".join(bad[:40])
+
+
+@pytest.mark.parametrize("query", ["balancedness", "Theorem 3.1", "weight decay"])
+def test_search_snippets_read_as_prose(browser, built_book: Path, query: str):
+    """The search page, served over HTTP as a reader gets it: every snippet is prose (formulas written out as text,
+    no TeX source, no page furniture such as the download buttons or the contents sidebar)."""
+    import http.server
+    import threading
+    from functools import partial
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = partial(Quiet, directory=str(built_book))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        tab = browser.new_page()
+        tab.goto(f"http://127.0.0.1:{server.server_address[1]}/search.html?q={query.replace(' ', '+')}")
+        tab.wait_for_function("() => (document.querySelector('p.search-summary') || {}).textContent"
+                              "?.includes('Search finished')", timeout=60_000)
+        snippets = tab.eval_on_selector_all("ul.search li p.context", "ps => ps.map(p => p.textContent)")
+        tab.close()
+    finally:
+        server.shutdown()
+    assert len(snippets) >= 3, f"{query!r}: {len(snippets)} snippets"
+    bad = [s for s in snippets if re.search(r"\\[A-Za-z(\[]|\$|\.pdf|\.ipynb|\bContents\b|\.md\b", s)]
+    assert not bad, f"{query!r}: {len(bad)} of {len(snippets)} snippets show TeX or page furniture: {bad[:2]}"
+
+
+def test_the_site_carries_its_code_and_a_downloaded_chapter_runs_from_it(built_book: Path, tmp_path: Path):
+    """The built site offers ncbook-source.zip from every chapter's "Run this chapter yourself" box, with a checksum
+    that matches; the archive holds the repository's package, results and install files and the chapters as built.
+    A chapter downloaded from its page (the .ipynb of the download button), put next to the archive in a fresh
+    environment without ncbook, installs ncbook from it in its first cell and runs to the end."""
+    import hashlib
+    import zipfile
+
+    from test_bootstrap import _fresh_venv
+
+    archive = built_book / "ncbook-source.zip"
+    digest = (built_book / "ncbook-source.zip.sha256").read_text().split()
+    assert digest == [hashlib.sha256(archive.read_bytes()).hexdigest(), "ncbook-source.zip"]
+    with zipfile.ZipFile(archive) as z:
+        members = {n.removeprefix("ncbook-source/"): z.read(n) for n in z.namelist()}
+    for name in ("ncbook/__init__.py", "ncbook/exercises.py", "results/README.md", "requirements.txt", "Makefile",
+                 "pyproject.toml", "jupytext.toml", "book/ch01_metrics.md", "book/ch09_tirer_experiments.md"):
+        assert name in members, f"the archive lacks {name}"
+    for name, data in members.items():                  # what was built is what the repository holds
+        assert (ROOT / name).read_bytes() == data, f"{name} in the archive differs from the repository's"
+    for page in toc_pages():
+        if page.startswith("book/ch"):
+            html_text = (built_book / f"{page}.html").read_text()
+            assert 'href="../ncbook-source.zip"' in html_text and 'href="../ncbook-source.zip.sha256"' in html_text
+
+    python = _fresh_venv(tmp_path)
+    here = tmp_path / "downloads"
+    here.mkdir()
+    shutil.copy(archive, here / archive.name)
+    nb = json.loads((built_book / "_sources" / "book" / "ch02_ufm.ipynb").read_text())
+    nb["cells"].append({"cell_type": "code", "execution_count": None, "id": "where", "metadata": {}, "outputs": [],
+                        "source": "import ncbook; print('ncbook from', ncbook.__file__)"})
+    (here / "ch02_ufm.ipynb").write_text(json.dumps(nb))
+    script = ("import sys, nbformat; from nbclient import NotebookClient\n"
+              "nb = nbformat.read(sys.argv[1], as_version=4)\n"
+              "NotebookClient(nb, timeout=600, resources={'metadata': {'path': sys.argv[2]}}).execute()\n"
+              "nbformat.write(nb, sys.argv[1])\n")
+    env = {k: v for k, v in os.environ.items() if k != "NCBOOK_RESULTS"} | {
+        "NCBOOK_HOME": str(tmp_path / "home"), "PIP_NO_INDEX": "1", "TQDM_DISABLE": "1"}
+    run = subprocess.run([str(python), "-c", script, str(here / "ch02_ufm.ipynb"), str(here)], cwd=here, env=env,
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stderr[-3000:]
+    done = json.loads((here / "ch02_ufm.ipynb").read_text())
+    where = "".join(done["cells"][-1]["outputs"][0]["text"])
+    assert where.strip() == f"ncbook from {tmp_path / 'home' / 'main' / 'ncbook' / '__init__.py'}"
+    outputs = json.dumps([c.get("outputs", []) for c in done["cells"]])
+    assert "✓ Exercise 2.2: right." in outputs or "\\u2713 Exercise 2.2: right." in outputs

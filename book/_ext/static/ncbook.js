@@ -22,17 +22,70 @@ document.addEventListener("keydown", function (e) {
   if (open && e.key === "Escape") open.remove();
 });
 
-// Inline math wider than its paragraph (long formulas on a phone) becomes its own horizontally scrolling box
-// (class ncbook-wide, see ncbook.css) instead of running past the column; rechecked when the window is resized.
-function ncbookMarkWideMath() {
-  document.querySelectorAll(".bd-article mjx-container:not([display='true'])").forEach(function (m) {
-    m.classList.remove("ncbook-wide");
-    var block = m.parentElement.closest("p, li, dd, td, th, div") || m.parentElement;
-    if (m.getBoundingClientRect().width > block.clientWidth + 1) m.classList.add("ncbook-wide");
+// A displayed formula that MathJax cannot break into lines (an aligned block wider than a phone) scrolls in its own
+// box: marked ncbook-scrolls (ncbook.css), it says so above the formula, beside its equation number, and shades the
+// edge that has more to show. Rechecked when the window is resized.
+function ncbookMarkScrollingMath() {
+  document.querySelectorAll(".bd-article div.math").forEach(function (d) {
+    d.classList.remove("ncbook-scrolls");
+    var c = d.querySelector("mjx-container") || d;                  // MathJax's box is the one that scrolls
+    if (c.scrollWidth > c.clientWidth + 1 || d.scrollWidth > d.clientWidth + 1) d.classList.add("ncbook-scrolls");
   });
 }
 window.addEventListener("load", function () {
-  if (window.MathJax && MathJax.startup && MathJax.startup.promise) MathJax.startup.promise.then(ncbookMarkWideMath);
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) MathJax.startup.promise.then(ncbookMarkScrollingMath);
 });
 window.addEventListener("resize", function () { clearTimeout(window.ncbookResize);
-  window.ncbookResize = setTimeout(ncbookMarkWideMath, 100); });
+  window.ncbookResize = setTimeout(ncbookMarkScrollingMath, 100); });
+
+// MathJax 4 breaks long displays into lines (_config.yml: displayOverflow linebreak), but inside an aligned or
+// gathered block it breaks every cell apart, one symbol a line: such displays keep their rows and scroll instead
+// (the math element's overflow attribute, set before they are laid out). Runs before MathJax loads (it is deferred).
+if (window.MathJax && !window.MathJax.version) {
+  MathJax.startup = MathJax.startup || {};
+  MathJax.startup.ready = function () {
+    MathJax.startup.defaultReady();
+    [].concat(MathJax.startup.document.inputJax).forEach(function (jax) {
+      jax.postFilters.add(function (args) {
+        var root = args.data.root || args.data, table = false;            // the tree, or the parse options
+        if (!args.math.display || !root.walkTree) return;
+        root.walkTree(function (node) { if (node.isKind("mtable")) table = true; });
+        if (table) root.attributes.set("overflow", "scroll");
+      });
+    });
+  };
+}
+
+// Search results: Sphinx makes each snippet from the text of the page's main block, which holds the page's buttons,
+// its contents sidebar, code and the TeX source of every formula. The snippet is taken from the prose alone, with
+// each formula written out as text (\lambda_W as λ_W, \frac{a}{b} as a/b).
+var NCBOOK_TEX = {alpha: "α", beta: "β", gamma: "γ", delta: "δ", epsilon: "ε", varepsilon: "ε", zeta: "ζ", eta: "η",
+  theta: "θ", kappa: "κ", lambda: "λ", mu: "μ", nu: "ν", xi: "ξ", pi: "π", rho: "ρ", sigma: "σ", tau: "τ", phi: "φ",
+  chi: "χ", psi: "ψ", omega: "ω", Gamma: "Γ", Delta: "Δ", Theta: "Θ", Lambda: "Λ", Sigma: "Σ", Phi: "Φ", Psi: "Ψ",
+  Omega: "Ω", le: "≤", leq: "≤", ge: "≥", geq: "≥", ne: "≠", neq: "≠", approx: "≈", sim: "∼", to: "→", mapsto: "↦",
+  infty: "∞", cdot: "·", times: "×", otimes: "⊗", top: "ᵀ", sum: "Σ", prod: "Π", in: "∈", nabla: "∇", partial: "∂",
+  sqrt: "√", ell: "ℓ", "|": "‖", quad: " ", qquad: " ", ",": " ", ";": " ", "!": "", langle: "⟨", rangle: "⟩"};
+function ncbookTexToText(tex) {
+  var t = tex.replace(/\\(?:frac|tfrac|dfrac)\s*(\{[^{}]*\}|\w)\s*(\{[^{}]*\}|\w)/g, function (_, a, b) {
+    var wrap = function (x) { x = x.replace(/[{}]/g, ""); return /^\w$/.test(x) ? x : "(" + x + ")"; };
+    return wrap(a) + "/" + wrap(b); });
+  t = t.replace(/\^\s*\{?\\top\}?/g, "ᵀ");
+  t = t.replace(/\\(?:mathrm|operatorname|mathbf|mathcal|mathbb|text|textrm|boldsymbol|bar|tilde|hat)\s*\{([^{}]*)\}/g, "$1");
+  t = t.replace(/\\(begin|end)\{[^}]*\}|\\(?:big|Big|bigg|Bigg|left|right)\b|&|\\\\/g, " ");
+  t = t.replace(/\\([A-Za-z]+|.)/g, function (_, name) { return name in NCBOOK_TEX ? NCBOOK_TEX[name] : name; });
+  return t.replace(/[{}]/g, "").replace(/\s+/g, " ").trim();
+}
+document.addEventListener("DOMContentLoaded", function () {
+  if (typeof Search === "undefined" || !Search.htmlToText) return;              // only the search page has it
+  var pageText = Search.htmlToText;
+  Search.htmlToText = function (htmlString, anchor) {
+    var doc = new DOMParser().parseFromString(htmlString, "text/html");
+    doc.querySelectorAll(".bd-header-article, .header-article-items, .bd-sidebar-secondary, .prev-next-area, " +
+      "#jb-print-docs-body, .onlyprint, nav, .cell_input, .cell_output, .ncsf, .eqno, .headerlink, script, style")
+      .forEach(function (e) { e.remove(); });
+    doc.querySelectorAll(".math").forEach(function (m) {
+      m.textContent = " " + ncbookTexToText(m.textContent.replace(/^\s*\\[(\[]|\\[)\]]\s*$/g, "")) + " ";
+    });
+    return pageText(doc.documentElement.outerHTML, anchor);
+  };
+});
