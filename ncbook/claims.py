@@ -18,6 +18,7 @@ The rule (stated in chapter 8, section "The verdict rule"):
 from __future__ import annotations
 
 import html
+import re
 import textwrap
 from dataclasses import dataclass, field
 
@@ -191,22 +192,54 @@ class ClaimsTable:
     def __repr__(self) -> str:
         return (f"--- {self.title} ---\n" if self.title else "") + format_claims(self.claims)
 
+    HEADS = ("the paper's claim, by figure", "verdict: runs in which it holds")
+    DETAIL_HEADS = ("where", "the paper's words, and the metric", "what each run must show",
+                    "our numbers: each run's value, or mean ± SD (min to max) over more than six runs",
+                    "the quantities that govern it, ours (the paper's)")
+
     def _repr_html_(self) -> str:
+        """The claims at a glance (grouped by figure: claim, verdict), then each claim in full in a second table,
+        folded."""
         e = html.escape
-        heads = ("claim", "paper", "criterion", "ours", "governing, ours (paper)", "verdict")
-        head = "".join(f"<th>{h}</th>" for h in heads)
-        rows = ""
+
+        def row(heads, values, verdict=""):
+            return "<tr>" + "".join(
+                f"<td data-label='{h}'" + (f" class='verdict-{verdict}'" if verdict and i == len(heads) - 1 else "")
+                + f">{x}</td>" for i, (h, x) in enumerate(zip(heads, values))) + "</tr>"
+
+        def head(heads):
+            return "<thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in heads) + "</tr></thead>"
+
+        rows, details, where = "", "", None
         for c in self.claims:
-            metric = f"<span class='claim-metric'>{e(c.metric)}</span>"
-            cells = (f"<b>{e(c.where)}</b>: {e(c.claim)}<br>{metric}", e(c.paper), e(c.criterion), e(c.numbers),
-                     e(c.governing), f"<b>{e(c.verdict)}</b><br>{e(c.count)}")
-            verdict = c.verdict.replace(" ", "-")
-            rows += "<tr>" + "".join(
-                f"<td data-label='{h}'" + (f" class='verdict-{verdict}'" if h == "verdict" else "") + f">{x}</td>"
-                for h, x in zip(heads, cells)) + "</tr>"
+            if c.where != where:
+                where = c.where
+                rows += f"<tr class='claims-group'><th colspan='2'>{e(where)}</th></tr>"
+            k, n = int(np.sum(c.holds)), int(np.size(c.holds))
+            rows += row(self.HEADS, (e(c.claim), f"<b>{e(c.verdict)}</b>, {k} of {n} {e(c.runs)}"),
+                        c.verdict.replace(" ", "-"))
+            words = e(c.paper) + f"<br><span class='claim-metric'>{e(c.metric)}</span>"
+            details += row(self.DETAIL_HEADS, (f"<b>{e(c.where)}</b>", words,
+                                               e(c.criterion) + f"<br><i>{e(c.verdict)}: {e(c.count)}</i>",
+                                               unbroken_numbers(c.numbers), unbroken_numbers(c.governing)))
         caption = e((self.title + ": " if self.title else "") + verdict_counts(self.claims))
-        return (f"<table class='ncbook-claims'><caption>{caption}</caption><thead><tr>{head}</tr></thead>"
-                f"<tbody>{rows}</tbody></table>")
+        return (f"<table class='ncbook-claims'><caption>{caption}</caption>{head(self.HEADS)}<tbody>{rows}</tbody>"
+                f"</table><details class='ncbook-claims-detail'><summary>Each claim in full: the paper's words and "
+                f"metric, what each run must show, our numbers, the governing quantities</summary>"
+                f"<table class='ncbook-claims ncbook-claims-full'>{head(self.DETAIL_HEADS)}<tbody>{details}</tbody>"
+                f"</table></details>")
+
+
+_NUMBER = re.compile(r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:e[-+]?\d+)?|>1e12")
+
+
+def unbroken_numbers(text: str) -> str:
+    """HTML of ``text`` with every number kept on one line (8.91e-05 is never split at its minus sign)."""
+    out, at = [], 0
+    for m in _NUMBER.finditer(text):
+        out += [html.escape(text[at:m.start()]), f"<span class='n'>{html.escape(m.group())}</span>"]
+        at = m.end()
+    return "".join(out) + html.escape(text[at:])
 
 
 # ----------------------------------------------------------------------------------------------------------------

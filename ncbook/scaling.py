@@ -95,8 +95,7 @@ class Governing:
     def __str__(self) -> str:
         fmt = (lambda v: f"{v:,.0f}") if self.name == "per class" else (lambda v: f"{v:.2g}")   # noqa: E731
         span = lambda r: fmt(r[0]) if math.isclose(*r) else f"{fmt(r[0])}-{fmt(r[1])}"    # noqa: E731
-        times = f"{self.ratio:.2g}" if self.ratio < 100 else f"{self.ratio:.0f}"
-        verdict = "matched" if self.matched else f"paper x{times}"
+        verdict = "matched" if self.matched else f"ours / paper = {1 / self.ratio:.2g}"
         return f"{self.name} {span(self.scale)} ({span(self.paper)}; {verdict})"
 
 
@@ -114,7 +113,8 @@ def governing(cfg, paper_cfg) -> list[Governing]:
 
 def governing_text(name: str, scale: str, paper: dict | None = None, **overrides) -> str:
     """The governing quantities of experiment ``name`` at ``scale`` (with ``overrides``) and at its paper scale (with
-    the overrides ``paper``), as one line: "λt 0.21 (1.6; paper x7.8); per class 50 (5,000; paper x1e+02)"."""
+    the overrides ``paper``), as one line: "λt 0.21 (1.6; ours / paper = 0.13); per class 50 (5,000; ours / paper =
+    0.01)"."""
     exp = get_experiment(name)
     cfg, paper_cfg = replace(exp.config(scale), **overrides), replace(exp.config("paper"), **(paper or {}))
     return "; ".join(map(str, governing(cfg, paper_cfg)))

@@ -573,3 +573,25 @@ def test_the_site_carries_its_code_and_a_downloaded_chapter_runs_from_it(built_b
     assert where.strip() == f"ncbook from {tmp_path / 'home' / 'main' / 'ncbook' / '__init__.py'}"
     outputs = json.dumps([c.get("outputs", []) for c in done["cells"]])
     assert "✓ Exercise 2.2: right." in outputs or "\\u2713 Exercise 2.2: right." in outputs
+
+
+@pytest.mark.parametrize("page", ["book/ch08_jacot_experiments", "book/ch09_tirer_experiments"])
+def test_claims_tables_can_be_scanned(browser, built_book: Path, page: str):
+    """At 1280 px each claims table shows where, claim and verdict in at most 1,200 px, headed by what its cells hold;
+    the full detail sits in a folded second table whose numbers are never split across lines and whose governing
+    ratios read "ours / paper = ..."."""
+    tab = browser.new_page(viewport={"width": 1280, "height": 900})
+    tab.goto((built_book / f"{page}.html").as_uri(), wait_until="load")
+    tables = tab.evaluate("""() => [...document.querySelectorAll('table.ncbook-claims:not(.ncbook-claims-full)')]
+        .map(t => [t.getBoundingClientRect().height, [...t.querySelectorAll('thead th')].map(h => h.textContent)])""")
+    assert tables, f"{page}: no claims table"
+    for height, heads in tables:
+        assert height <= 1200, f"{page}: a claims table is {height:.0f} px tall at 1280 px"
+        assert heads[-1] == "verdict: runs in which it holds", heads
+    tab.evaluate("() => document.querySelectorAll('details.ncbook-claims-detail').forEach(d => d.open = true)")
+    split = tab.evaluate("() => [...document.querySelectorAll('table.ncbook-claims-full .n')]"
+                         ".filter(n => n.getClientRects().length > 1).map(n => n.textContent)")
+    text = tab.inner_text("main")
+    tab.close()
+    assert not split, f"{page}: numbers split across lines: {split[:5]}"
+    assert "ours / paper = " in text and "paper x" not in text

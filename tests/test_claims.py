@@ -136,3 +136,11 @@ def test_deep_head_rows_hold_on_a_collapsing_result_and_fail_where_a_seed_fails(
     assert rows["the network fits its"].holds.tolist() == [False, True, True]
     assert rows["the class means' Gra"].holds.tolist() == [True, True, False]
     assert rows["NC2 improves with ea"].verdict == "partly"
+
+
+def test_numbers_in_claims_tables_stay_on_one_line():
+    from ncbook.claims import unbroken_numbers
+
+    out = unbroken_numbers("NC1: 8.91e-05 ± 1e-06 (>1e12 to 3,000); a<b")
+    assert "<span class='n'>8.91e-05</span>" in out and "<span class='n'>>1e12</span>" not in out
+    assert "<span class='n'>&gt;1e12</span>" in out and "<span class='n'>3,000</span>" in out and "a&lt;b" in out

@@ -41,7 +41,7 @@ def test_momentum_counts_and_fig3s_weight_decay_follows_the_depth():
 def test_matched_within_a_factor_two_and_every_cpu_match_the_book_claims():
     g = scaling.Governing("λt", (1.0, 1.0), (2.0, 2.0))
     assert g.matched and not scaling.Governing("λt", (1.0, 1.0), (2.1, 2.1)).matched
-    assert str(scaling.Governing("λt", (0.21, 0.21), (1.6, 1.6))) == "λt 0.21 (1.6; paper x7.6)"
+    assert str(scaling.Governing("λt", (0.21, 0.21), (1.6, 1.6))) == "λt 0.21 (1.6; ours / paper = 0.13)"
     for name in ("jacot_mlp", "jacot_resnet_fig1", "jacot_nonlinear_depth", "tirer_wd_ablation", "tirer_blur"):
         lam_t = scaling.governing(get_experiment(name).config("cpu"), get_experiment(name).config("paper"))[0]
         assert lam_t.name == "λt" and lam_t.matched, (name, str(lam_t))
