@@ -209,7 +209,7 @@ def test_list_notes_shows_every_experiments_assumptions(capsys):
     for name, exp in EXPERIMENTS.items():
         assert f"{name}: {exp.description}" in out
         assert all(note in out for note in exp.notes.values())
-    assert "  [cpu vs paper] λt 2.1 (1.6; matched); per class 50 (5,000; ours / paper = 0.01)" in out    # jacot_resnet_fig1
+    assert "  [cpu vs paper] λt 2.1 (1.6; matched); per class 50 (5,000; ours / paper = 0.01)" in out  # resnet_fig1
     assert out.count("vs paper]") == 2 * len(EXPERIMENTS)                # cpu and gpu, each against the paper
     with pytest.raises(SystemExit):
         main(["run", "jacot_mlp", "--scale", "huge"])             # the choices come from the registry
