@@ -98,6 +98,14 @@ CUE_JS = """() => {
   return out;
 }"""
 
+# Tables wider than the text column (on a phone they must fit it, not scroll).
+WIDE_TABLES_JS = """() => {
+  const c = document.querySelector("article.bd-article").getBoundingClientRect();
+  return [...document.querySelectorAll(".bd-article table")].filter(t => t.offsetParent)
+    .map(t => t.getBoundingClientRect().width - c.width).filter(d => d > 1)
+    .map(d => "a table " + Math.round(d) + " px wider than the column");
+}"""
+
 # Code blocks, code cells and printed outputs that scroll sideways: a line wider than the code column
 # (ncbook.compare.WRAP characters fit at 1280 px). Returns descriptions naming the widest line.
 SCROLLING_JS = """() => [...document.querySelectorAll("article.bd-article pre")]
@@ -319,6 +327,7 @@ def test_page_in_chromium(browser, built_book: Path, page: str):
     tab.wait_for_timeout(400)
     narrow = tab.evaluate(CLIPPED_JS, True)
     narrow += tab.evaluate(CUE_JS)
+    narrow += tab.evaluate(WIDE_TABLES_JS)
     tab.screenshot(path=str(SHOTS / f"{name}-390.png"))
     ctx.close()
     assert not errors, f"{page}: " + "; ".join(errors)
@@ -365,7 +374,7 @@ def test_print_edition(browser, built_book: Path):
     for page in toc_pages():
         html = (built_book / f"{page}.html").read_text()
         numbers |= set(re.findall(r'<span class="caption-number">(Fig\. \d+\.\d+) </span>', html))
-        frames += sum(len(json.loads(f)) for f in re.findall(r'class="ncsf-frames">(.*?)</script>', html))
+        frames += sum(min(4, len(json.loads(f))) for f in re.findall(r'class="ncsf-frames">(.*?)</script>', html))
         statics += len(re.findall(r'<figure[^>]*>\s*<div class="cell_output[^"]*">\s*<img', html))
     print(f"print edition: {len(reader.pages)} pages, {images} images ({frames} slider frames, {len(numbers)} "
           f"figures), {out.stat().st_size / 2**20:.1f} MB")
@@ -383,21 +392,27 @@ def test_print_edition(browser, built_book: Path):
             for v in values:
                 assert not re.search(re.escape(label) + r" " + re.escape(v) + r"(?![\d.])", flat), \
                     f"slider control text '{label} {v}' printed"
+            for v in (values[0], values[-1]):              # at most four positions print: the ends among them
                 assert f"{label} = {v}" in flat, f"the print edition lacks the position '{label} = {v}'"
     assert worded >= 10 and "Solution" in flat
 
-    # the print layout itself, on one page: no control is displayed, every frame is there with its position
-    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    # the print layout itself, on one page: no control is displayed, each slider figure prints at most four of its
+    # positions, each with its position, and the figure with its caption fits one A4 page (267 mm of height)
+    ctx = browser.new_context(viewport={"width": round((210 - 28) / 25.4 * 96), "height": 1000})
     tab = ctx.new_page()
     tab.goto((built_book / "book" / "ch03_depth.html").as_uri(), wait_until="load")
     tab.emulate_media(media="print")
     tab.evaluate("() => ncsfPrintLayout()")
     shown = tab.evaluate("""() => [...document.querySelectorAll('.ncsf-control, img.ncsf-frame, input')]
         .filter(e => getComputedStyle(e).display !== 'none' && e.getClientRects().length).length""")
-    frames = tab.evaluate("() => [...document.querySelectorAll('.ncsf-print figure')].map(f => f.textContent)")
+    frames = tab.evaluate("() => [...document.querySelectorAll('.ncsf-print')].map(g => "
+                          "[...g.querySelectorAll('figure')].map(f => f.textContent))")
+    tall = tab.evaluate("() => [...document.querySelectorAll('.bd-article figure')].filter(f => "
+                        "f.querySelector('.ncsf-print')).map(f => f.getBoundingClientRect().height)")
     ctx.close()
     assert shown == 0, f"{shown} slider controls would print"
-    assert len(frames) == 16 + 9 and all(" = " in f for f in frames)
+    assert len(frames) == 2 and [len(f) for f in frames] == [4, 4] and all(" = " in t for f in frames for t in f)
+    assert tall and max(tall) <= 267 / 25.4 * 96, f"a slider figure and its caption need {max(tall):.0f} px in print"
 
     # code on paper: at the A4 text width (210 mm less the 14 mm margins, at 96 px an inch) no code block scrolls,
     # which in print would cut its lines off

@@ -89,3 +89,46 @@ document.addEventListener("DOMContentLoaded", function () {
     return pageText(doc.documentElement.outerHTML, anchor);
   };
 });
+
+// Print: each slider figure prints as at most four of its positions (the first, the last and two evenly spaced
+// between; the HTML book has them all), in a 2 x 2 grid small enough to keep the figure's caption on its page, and
+// folded details open. Defined here, before the pages' figures run, so the figures' own fallback (every position,
+// for a notebook printed outside the book; ncbook/interactive.py) is not installed.
+window.ncsfPrintLayout = function () {
+  document.querySelectorAll("div.ncsf").forEach(function (root) {
+    if (root.querySelector(".ncsf-print")) return;
+    var frames = JSON.parse(root.querySelector("script.ncsf-frames").textContent), keys = Object.keys(frames);
+    var inputs = [].slice.call(root.querySelectorAll("input.ncsf-range"));
+    var shown = keys.length <= 4 ? keys : [0, 1, 2, 3].map(function (i) {
+      return keys[Math.round(i * (keys.length - 1) / 3)]; });
+    var grid = document.createElement("div");
+    grid.className = "ncsf-print";
+    shown.forEach(function (key) {
+      var ix = key.split(","), text = [], htmlText = [];
+      inputs.forEach(function (input, n) {
+        var value = JSON.parse(input.dataset.labels)[+ix[n]], span = document.createElement("span");
+        span.textContent = value;
+        text.push(input.dataset.name + " = " + value);
+        htmlText.push(input.dataset.html + " = " + span.innerHTML);
+      });
+      var fig = document.createElement("figure"), img = document.createElement("img");
+      var cap = document.createElement("figcaption");
+      img.src = "data:image/png;base64," + frames[key];
+      img.alt = root.dataset.alt + " at " + text.join(", ");
+      cap.innerHTML = htmlText.join(", ");
+      fig.appendChild(img); fig.appendChild(cap); grid.appendChild(fig);
+    });
+    if (shown.length < keys.length) {
+      var note = document.createElement("p");
+      note.className = "ncsf-print-note";
+      note.textContent = shown.length + " of the figure's " + keys.length + " slider positions; the HTML book has all.";
+      grid.appendChild(note);
+    }
+    root.appendChild(grid);
+  });
+  document.querySelectorAll("details").forEach(function (d) { d.open = true; });
+};
+window.addEventListener("beforeprint", window.ncsfPrintLayout);
+window.addEventListener("afterprint", function () {
+  document.querySelectorAll(".ncsf-print").forEach(function (g) { g.remove(); });
+});
