@@ -39,13 +39,14 @@ MAX_HTML_BYTES = 3 * 1024 * 1024
 STATIC_VARIABLE = "NCBOOK_STATIC_FIGURES"
 """Set to ``1`` when executing chapters for the book: slider figures then precompute every position as HTML."""
 
+# a frame is base64 PNG data, or (in the built book, book/_ext/slider_frames.py) the URL of its own PNG file
 _JS = """(function(){var r=document.getElementById(%(id)s);if(!r)return;
 var f=JSON.parse(r.querySelector('script.ncsf-frames').textContent);
 var z=JSON.parse(r.querySelector('script.ncsf-sizes').textContent);
 var ins=r.querySelectorAll('input.ncsf-range');
 function u(){var k=[],t=[];ins.forEach(function(i){k.push(i.value);var v=JSON.parse(i.dataset.labels)[+i.value];
 i.parentNode.querySelector('.ncsf-value').textContent=v;t.push(i.dataset.name+' = '+v);});
-var img=r.querySelector('img.ncsf-frame');img.src='data:image/png;base64,'+f[k.join(',')];
+var img=r.querySelector('img.ncsf-frame'),s=f[k.join(',')];img.src=/\\.png$/.test(s)?s:'data:image/png;base64,'+s;
 img.width=z[k.join(',')][0];img.height=z[k.join(',')][1];
 img.dataset.key=k.join(',');img.alt=r.dataset.alt+' at '+t.join(', ');}
 ins.forEach(function(i){i.addEventListener('input',u);});})();"""
@@ -58,7 +59,8 @@ g.className='ncsf-print';Object.keys(f).forEach(function(key){var ix=key.split('
 var h=[];ins.forEach(function(i,n){var v=JSON.parse(i.dataset.labels)[+ix[n]];t.push(i.dataset.name+' = '+v);
 var e=document.createElement('span');e.textContent=v;h.push(i.dataset.html+' = '+e.innerHTML);});
 var c=document.createElement('figure'),im=document.createElement('img'),cap=document.createElement('figcaption');
-im.src='data:image/png;base64,'+f[key];im.alt=r.dataset.alt+' at '+t.join(', ');cap.innerHTML=h.join(', ');
+im.src=/\\.png$/.test(f[key])?f[key]:'data:image/png;base64,'+f[key];
+im.alt=r.dataset.alt+' at '+t.join(', ');cap.innerHTML=h.join(', ');
 c.appendChild(im);c.appendChild(cap);g.appendChild(c);});r.appendChild(g);});
 document.querySelectorAll('details').forEach(function(d){d.open=true;});};
 window.addEventListener('beforeprint',window.ncsfPrintLayout);

@@ -113,7 +113,7 @@ window.ncsfPrintLayout = function () {
       });
       var fig = document.createElement("figure"), img = document.createElement("img");
       var cap = document.createElement("figcaption");
-      img.src = "data:image/png;base64," + frames[key];
+      img.src = /\.png$/.test(frames[key]) ? frames[key] : "data:image/png;base64," + frames[key];
       img.alt = root.dataset.alt + " at " + text.join(", ");
       cap.innerHTML = htmlText.join(", ");
       fig.appendChild(img); fig.appendChild(cap); grid.appendChild(fig);
