@@ -28,6 +28,9 @@ import jupytext
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
+import source_archive  # noqa: E402
+
 from ncbook.exercises import CHECKS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -152,24 +155,16 @@ Without make: `python3 -m venv .venv && .venv/bin/pip install -r requirements.tx
 `.ipynb` notebooks by `jupytext.toml`). Only `make install` and `make lab` of the Makefile apply here.
 """
 
-HANDOUT_FILES = ("requirements.txt", "pyproject.toml", "jupytext.toml", "Makefile", "scripts/jupyterlab_overrides.json")
-
-
 def handout(src: Path, out: Path = HANDOUT) -> Path:
-    """The folder a student takes away (the student notebooks, the package, the shipped results, what installs them)
-    and its zip archive beside it; returns the archive."""
+    """The folder a student takes away and its zip archive beside it; returns the archive. It holds what the book's
+    code archive holds (``book/_ext/source_archive.py``: the package, the shipped results, what installs them, the
+    chapters as MyST), here with the student chapters, their executed notebooks, and a README for students."""
     if out.exists():
         shutil.rmtree(out)
-    (out / "book").mkdir(parents=True)
-    for page in sorted((src / "book").glob("ch*.*")):
-        if page.suffix in (".md", ".ipynb"):
-            shutil.copy(page, out / "book" / page.name)
-    skip = shutil.ignore_patterns("__pycache__", "*.pyc", ".locks", ".checkpoints")
-    shutil.copytree(ROOT / "ncbook", out / "ncbook", ignore=skip)
-    shutil.copytree(ROOT / "results", out / "results", ignore=skip)
-    for name in HANDOUT_FILES:
+    pages = {f"book/{p.name}": p for p in (src / "book").glob("ch*.ipynb")}
+    for name, path in {**source_archive.source_files(src, ROOT), **pages}.items():
         (out / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(ROOT / name, out / name)
+        shutil.copy(path, out / name)
     (out / "README.md").write_text(HANDOUT_README)
     return Path(shutil.make_archive(str(out), "zip", root_dir=out.parent, base_dir=out.name))
 

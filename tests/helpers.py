@@ -34,3 +34,17 @@ def stored_data(root, name: str, tag: str):
 
     folder = root / name
     return folder / cache.data_file(json.loads((folder / f"{tag}.json").read_text()))
+
+
+def execute_notebook(python, path, cwd, env: dict) -> tuple[int, str]:
+    """Run the notebook at ``path`` in place, in a kernel of interpreter ``python`` started in ``cwd`` with ``env``
+    (what the notebook computed is written back even when a cell fails); returns the exit code and stderr's tail."""
+    import subprocess
+
+    script = ("import sys, nbformat; from nbclient import NotebookClient\n"
+              "nb = nbformat.read(sys.argv[1], as_version=4)\n"
+              "try:\n    NotebookClient(nb, timeout=600, resources={'metadata': {'path': sys.argv[2]}}).execute()\n"
+              "finally:\n    nbformat.write(nb, sys.argv[1])\n")
+    run = subprocess.run([str(python), "-c", script, str(path), str(cwd)], cwd=cwd, env=env, capture_output=True,
+                         text=True, timeout=900)
+    return run.returncode, run.stderr[-3000:]

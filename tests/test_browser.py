@@ -540,8 +540,12 @@ def test_search_snippets_read_as_prose(browser, built_book: Path, query: str):
     try:
         tab = browser.new_page()
         tab.goto(f"http://127.0.0.1:{server.server_address[1]}/search.html?q={query.replace(' ', '+')}")
+        # finished, with every result's snippet in place (the theme may start the same search twice; wait for the
+        # last one to finish)
         tab.wait_for_function("() => (document.querySelector('p.search-summary') || {}).textContent"
-                              "?.includes('Search finished')", timeout=60_000)
+                              "?.includes('Search finished') && document.querySelectorAll('ul.search li').length"
+                              " && [...document.querySelectorAll('ul.search li')].every(li => li.querySelector("
+                              "'p.context'))", timeout=120_000)
         snippets = tab.eval_on_selector_all("ul.search li p.context", "ps => ps.map(p => p.textContent)")
         tab.close()
     finally:
@@ -560,6 +564,8 @@ def test_the_site_carries_its_code_and_a_downloaded_chapter_runs_from_it(built_b
     import zipfile
 
     from test_bootstrap import _fresh_venv
+
+    from helpers import execute_notebook
 
     archive = built_book / "ncbook-source.zip"
     digest = (built_book / "ncbook-source.zip.sha256").read_text().split()
@@ -584,15 +590,10 @@ def test_the_site_carries_its_code_and_a_downloaded_chapter_runs_from_it(built_b
     nb["cells"].append({"cell_type": "code", "execution_count": None, "id": "where", "metadata": {}, "outputs": [],
                         "source": "import ncbook; print('ncbook from', ncbook.__file__)"})
     (here / "ch02_ufm.ipynb").write_text(json.dumps(nb))
-    script = ("import sys, nbformat; from nbclient import NotebookClient\n"
-              "nb = nbformat.read(sys.argv[1], as_version=4)\n"
-              "NotebookClient(nb, timeout=600, resources={'metadata': {'path': sys.argv[2]}}).execute()\n"
-              "nbformat.write(nb, sys.argv[1])\n")
     env = {k: v for k, v in os.environ.items() if k != "NCBOOK_RESULTS"} | {
         "NCBOOK_HOME": str(tmp_path / "home"), "PIP_NO_INDEX": "1", "TQDM_DISABLE": "1"}
-    run = subprocess.run([str(python), "-c", script, str(here / "ch02_ufm.ipynb"), str(here)], cwd=here, env=env,
-                         capture_output=True, text=True, timeout=900)
-    assert run.returncode == 0, run.stderr[-3000:]
+    rc, stderr = execute_notebook(python, here / "ch02_ufm.ipynb", here, env)
+    assert rc == 0, stderr
     done = json.loads((here / "ch02_ufm.ipynb").read_text())
     where = "".join(done["cells"][-1]["outputs"][0]["text"])
     assert where.strip() == f"ncbook from {tmp_path / 'home' / 'main' / 'ncbook' / '__init__.py'}"

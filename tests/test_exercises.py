@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -21,6 +20,8 @@ from ncbook import exercises
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 import student_edition  # noqa: E402
+
+from helpers import execute_notebook  # noqa: E402
 
 CHAPTERS = sorted((ROOT / "book").glob("ch*.md"))
 
@@ -132,15 +133,10 @@ def test_student_notebooks_ask_for_answers_and_with_the_reference_run_the_books_
 
 
 def _run(nb_path: Path, cwd: Path, env: dict[str, str]) -> nbformat.NotebookNode:
-    """Execute a notebook in a kernel started with ``env``; returns it (raises on an error, with the notebook)."""
-    script = ("import sys, nbformat; from nbclient import NotebookClient\n"
-              "nb = nbformat.read(sys.argv[1], as_version=4)\n"
-              "try:\n    NotebookClient(nb, timeout=600, resources={'metadata': {'path': sys.argv[2]}}).execute()\n"
-              "finally:\n    nbformat.write(nb, sys.argv[1])\n")
-    run = subprocess.run([sys.executable, "-c", script, str(nb_path), str(cwd)], env=env, capture_output=True,
-                         text=True, timeout=900)
+    """Execute a notebook in a kernel started with ``env``; returns it, with the exit code and stderr in metadata."""
+    rc, stderr = execute_notebook(sys.executable, nb_path, cwd, env)
     nb = nbformat.read(nb_path, as_version=4)
-    nb.metadata["_rc"], nb.metadata["_stderr"] = run.returncode, run.stderr[-3000:]
+    nb.metadata["_rc"], nb.metadata["_stderr"] = rc, stderr
     return nb
 
 

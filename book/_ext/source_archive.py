@@ -28,9 +28,10 @@ def code_root(srcdir: Path) -> Path:
     raise FileNotFoundError(f"no ncbook package in {srcdir} or above it: the book is built outside its repository")
 
 
-def source_files(srcdir: Path) -> dict[str, Path]:
-    """Name in the archive -> file: the chapters of ``srcdir``, everything else from its repository."""
-    root = code_root(srcdir)
+def source_files(srcdir: Path, root: Path | None = None) -> dict[str, Path]:
+    """Name in the archive -> file: the chapters of ``srcdir``, everything else from its repository (``root``,
+    found from ``srcdir`` by default)."""
+    root = root or code_root(srcdir)
     out = {f: root / f for f in FILES if (root / f).is_file()}
     for tree, patterns in TREES.items():
         base = srcdir if tree == "book" else root
