@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from .experiments import EdgeOfStability, GDPhases, HeadBounds, HeadDepth, MLPCollapse
+from .experiments import CollapsePicture, EdgeOfStability, GDPhases, HeadBounds, HeadDepth, MLPCollapse
 from .nets import resnet_backbone
 from .reproduce import (
     BlurredClasses,
@@ -168,7 +168,13 @@ def _tirer_sgd(c: WeightDecayAblation | BlurredClasses, settings: int) -> Cost:
     return _training(widths, settings, steps, c.batch_size, c.epochs // c.record_every_epochs, n).times(len(c.seeds))
 
 
+def _collapse_picture(c: CollapsePicture) -> Cost:
+    n = 3 * c.per_class
+    return _training((784, *c.hidden, 3), 1, c.checkpoints[-1], n, len(c.checkpoints), n).as_dtype("float64")
+
+
 ESTIMATORS = {
+    CollapsePicture: _collapse_picture,
     MLPCollapse: _mlp_collapse,
     HeadDepth: _head,
     HeadBounds: _head,

@@ -67,6 +67,93 @@ def run_mlp_demo(cfg: MLPDemo, progress: bool = True) -> tuple[History, MLP]:
 
 
 # ------------------------------------------------------------------------------------------------------------------
+# The first picture (index and Chapter 1): collapse as it happens
+
+
+@dataclass(frozen=True)
+class CollapsePicture(OneSeed):
+    """The book's first picture: a bias-free MLP (``num_nonlinear`` ReLU layers, then linear layers) on three MNIST
+    digits, trained by full-batch GD on the regularised square loss in float64 (as Chapter 1's demonstration); at
+    each of ``checkpoints`` (GD steps) its last hidden layer's features are kept in the plane of their class means."""
+
+    digits: tuple[int, ...] = (0, 1, 7)
+    per_class: int = 100
+    hidden: tuple[int, ...] = (128, 128, 64)
+    num_nonlinear: int = 2
+    weight_decay: float = 3e-3
+    lr: float = 0.2
+    checkpoints: tuple[int, ...] = (0, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 3500, 5000)
+    seed: int = 0
+
+    def __post_init__(self):
+        if len(self.digits) != 3 or len(set(self.digits)) != 3 or not all(0 <= d <= 9 for d in self.digits):
+            raise ValueError(f"digits must be three different digits 0-9 (their means span a plane), got {self.digits}")
+        if not self.checkpoints or self.checkpoints[0] < 0 or list(self.checkpoints) != sorted(set(self.checkpoints)):
+            raise ValueError(f"checkpoints must be increasing GD steps >= 0, got {self.checkpoints}")
+        if not 1 <= self.num_nonlinear < len(self.hidden):
+            raise ValueError(f"num_nonlinear must be 1..{len(self.hidden) - 1} (the last hidden layer is linear), "
+                             f"got {self.num_nonlinear}")
+
+
+def mean_plane_coordinates(features: torch.Tensor, labels: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """Features of three classes in the plane of their centred class means (an orthonormal basis of the span of
+    mu_c - mu_G), scaled so that the means' root-mean-square norm is 1, turned so that class 0's mean points up and
+    class 1's lies to its left: (N, 2) coordinates of the features and (3, 2) of the class means."""
+    means = metrics.class_means(features, labels, 3)
+    centred = means - means.mean(0)
+    basis = torch.linalg.svd(centred, full_matrices=False).Vh[:2]          # (2, d): the plane of the means
+    m, z = centred @ basis.T, (features.double() - means.mean(0)) @ basis.T
+    angle = torch.atan2(m[0, 1], m[0, 0])
+    c, s = torch.cos(np.pi / 2 - angle), torch.sin(np.pi / 2 - angle)
+    turn = torch.stack([torch.stack([c, s]), torch.stack([-s, c])])         # rotation by pi/2 - angle (row vectors)
+    m, z = m @ turn, z @ turn
+    if m[1, 0] > 0:                                                          # class 1 on the left
+        flip = torch.tensor([-1.0, 1.0], dtype=m.dtype, device=m.device)
+        m, z = m * flip, z * flip
+    scale = m.pow(2).sum(1).mean().sqrt()
+    return (z / scale).cpu().numpy(), (m / scale).cpu().numpy()
+
+
+def run_collapse_picture(cfg: CollapsePicture, device: str = "cpu", progress: bool = True,
+                         checkpoint: Path | None = None) -> dict[str, np.ndarray]:
+    """Per checkpoint: the features' and class means' ``mean_plane_coordinates``, NC1 (tr Sigma_W / tr Sigma_B over
+    all d directions), the cosines between the centred class means (pairs (0,1), (0,2), (1,2); -1/2 at a simplex),
+    and the training error. (A run of minutes: redone, not resumed, so ``checkpoint`` is unused.)"""
+    from tqdm.auto import tqdm
+
+    X, y10 = data.mnist5k(per_class=cfg.per_class, seed=cfg.seed, dtype=torch.float64)
+    keep = torch.isin(y10, torch.tensor(cfg.digits))
+    lookup = torch.full((10,), -1, dtype=torch.long)
+    lookup[list(cfg.digits)] = torch.arange(3)                      # class c is the digit cfg.digits[c]
+    X, y = X[keep].to(device), lookup[y10[keep]].to(device)
+    model = MLP([784, *cfg.hidden, 3], cfg.num_nonlinear).double().to(device)
+    torch.manual_seed(cfg.seed)
+    portable_default_init_(model)
+    out: dict[str, list] = {k: [] for k in ("coords", "mean_coords", "nc1", "mean_cosines", "train_error")}
+    done = 0
+    for step in tqdm(cfg.checkpoints, desc="collapse picture", disable=not progress):
+        if step > done:
+            train(model, X, y, TrainConfig(steps=step - done, lr=cfg.lr, weight_decay=cfg.weight_decay,
+                                           record_every=step - done), progress=False)
+            done = step
+        with torch.no_grad():
+            feats = model.forward_features(X)
+        H = feats[-2]
+        z, m = mean_plane_coordinates(H, y)
+        means = metrics.class_means(H, y, 3)
+        unit = torch.nn.functional.normalize(means - means.mean(0), dim=1)
+        cos = unit @ unit.T
+        out["coords"].append(z)
+        out["mean_coords"].append(m)
+        out["nc1"].append(metrics.nc1_trace_ratio(H, y))
+        out["mean_cosines"].append([float(cos[0, 1]), float(cos[0, 2]), float(cos[1, 2])])
+        out["train_error"].append(float((feats[-1].argmax(1) != y).double().mean()))
+    arrays = {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
+    arrays.update(steps=np.array(cfg.checkpoints), labels=y.cpu().numpy(), digits=np.array(cfg.digits))
+    return arrays
+
+
+# ------------------------------------------------------------------------------------------------------------------
 # Heavy experiments (run through the runner, results cached)
 
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from .plotting import page_png
+from .plotting import page_pngs, picture_html
 
 MAX_HTML_BYTES = 3 * 1024 * 1024
 """Largest static slider figure we embed in a page (all frames together)."""
@@ -39,16 +39,19 @@ MAX_HTML_BYTES = 3 * 1024 * 1024
 STATIC_VARIABLE = "NCBOOK_STATIC_FIGURES"
 """Set to ``1`` when executing chapters for the book: slider figures then precompute every position as HTML."""
 
-# a frame is base64 PNG data, or (in the built book, book/_ext/slider_frames.py) the URL of its own PNG file
+# a frame is base64 PNG data, or (in the built book, book/_ext/slider_frames.py) the URL of its own PNG file; each
+# position has a column frame and a phone frame (ncbook.plotting.phone_layout): the browser shows the one it needs
 _JS = """(function(){var r=document.getElementById(%(id)s);if(!r)return;
-var f=JSON.parse(r.querySelector('script.ncsf-frames').textContent);
-var z=JSON.parse(r.querySelector('script.ncsf-sizes').textContent);
+function j(c){return JSON.parse(r.querySelector('script.'+c).textContent);}
+var f=j('ncsf-frames'),z=j('ncsf-sizes'),p=j('ncsf-phone-frames'),y=j('ncsf-phone-sizes');
+function url(s){return /\\.png$/.test(s)?s:'data:image/png;base64,'+s;}
 var ins=r.querySelectorAll('input.ncsf-range');
 function u(){var k=[],t=[];ins.forEach(function(i){k.push(i.value);var v=JSON.parse(i.dataset.labels)[+i.value];
-i.parentNode.querySelector('.ncsf-value').textContent=v;t.push(i.dataset.name+' = '+v);});
-var img=r.querySelector('img.ncsf-frame'),s=f[k.join(',')];img.src=/\\.png$/.test(s)?s:'data:image/png;base64,'+s;
-img.width=z[k.join(',')][0];img.height=z[k.join(',')][1];
-img.dataset.key=k.join(',');img.alt=r.dataset.alt+' at '+t.join(', ');}
+i.parentNode.querySelector('.ncsf-value').textContent=v;t.push(i.dataset.name+' = '+v);});k=k.join(',');
+var src=r.querySelector('picture source'),img=r.querySelector('img.ncsf-frame');
+src.srcset=url(p[k]);src.width=y[k][0];src.height=y[k][1];
+img.src=url(f[k]);img.width=z[k][0];img.height=z[k][1];
+img.dataset.key=k;img.alt=r.dataset.alt+' at '+t.join(', ');}
 ins.forEach(function(i){i.addEventListener('input',u);});})();"""
 
 _PRINT_JS = """(function(){if(window.ncsfPrintLayout)return;
@@ -117,16 +120,20 @@ class SliderFigure:
         for k, v in self.initial.items():
             if v not in self.params[k]:
                 raise ValueError(f"initial value {v!r} of {k!r} is not in its grid {self.params[k]}")
-        self._png: dict[tuple, tuple[bytes, dict[str, int]]] = {}
+        self._png: dict[tuple, tuple[tuple[bytes, dict[str, int]], tuple[bytes, dict[str, int]]]] = {}
         SliderFigure._count += 1
         self._serial = SliderFigure._count
 
-    def frame(self, **values: Any) -> tuple[bytes, dict[str, int]]:
-        """PNG of the figure at one grid point and its display size in CSS px (memoised)."""
+    def frames(self, **values: Any) -> tuple[tuple[bytes, dict[str, int]], tuple[bytes, dict[str, int]]]:
+        """Column and phone PNGs of the figure at one grid point, each with its display size in CSS px (memoised)."""
         key = tuple(values[k] for k in self.params)
         if key not in self._png:
-            self._png[key] = page_png(self.draw(**values))
+            self._png[key] = page_pngs(self.draw(**values))
         return self._png[key]
+
+    def frame(self, **values: Any) -> tuple[bytes, dict[str, int]]:
+        """Column PNG of the figure at one grid point and its display size in CSS px."""
+        return self.frames(**values)[0]
 
     def image(self, **values: Any) -> bytes:
         """PNG of the figure at one grid point."""
@@ -142,15 +149,15 @@ class SliderFigure:
 
     def html(self) -> str:
         """Self-contained HTML: range inputs over precomputed frames, switched by inline JavaScript."""
-        frames, sizes = {}, {}
+        tables: dict[str, dict[str, Any]] = {"frames": {}, "sizes": {}, "phone-frames": {}, "phone-sizes": {}}
         for point in self.grid():
             idx = ",".join(str(self.params[k].index(point[k])) for k in self.params)
-            png, size = self.frame(**point)
-            frames[idx], sizes[idx] = base64.b64encode(png).decode(), [size["width"], size["height"]]
-        digest = hashlib.sha1(json.dumps(sorted(frames), sort_keys=True).encode()).hexdigest()[:8]
+            for kind, (png, size) in zip(("", "phone-"), self.frames(**point)):
+                tables[kind + "frames"][idx] = base64.b64encode(png).decode()
+                tables[kind + "sizes"][idx] = [size["width"], size["height"]]
+        digest = hashlib.sha1(json.dumps(sorted(tables["frames"]), sort_keys=True).encode()).hexdigest()[:8]
         uid = f"ncsf-{self._serial}-{digest}"
         start = ",".join(str(self.params[k].index(self.initial[k])) for k in self.params)
-        size = self.frame(**self.initial)[1]
         rows = []
         for k, grid in self.params.items():
             shown = [self.fmt(v) for v in grid]
@@ -164,12 +171,10 @@ class SliderFigure:
                 f'style="vertical-align:middle;width:min(240px,50vw)"> '
                 f'<span class="ncsf-value">{html.escape(shown[i0])}</span></label>')
         alt = f"{self.alt} at {self.position_text(self.initial)}"
-        out = (f'<div class="ncsf" id="{uid}" data-alt="{html.escape(self.alt)}">{"".join(rows)}'
-               f'<img class="ncsf-frame" data-key="{start}" width="{size["width"]}" height="{size["height"]}" '
-               f'style="max-width:100%;height:auto" '
-               f'alt="{html.escape(alt)}" src="data:image/png;base64,{frames[start]}"/>'
-               f'<script type="application/json" class="ncsf-frames">{json.dumps(frames)}</script>'
-               f'<script type="application/json" class="ncsf-sizes">{json.dumps(sizes)}</script>'
+        picture = picture_html(*self.frames(**self.initial), alt, attrs=f'class="ncsf-frame" data-key="{start}"')
+        scripts = "".join(f'<script type="application/json" class="ncsf-{name}">{json.dumps(table)}</script>'
+                          for name, table in tables.items())
+        out = (f'<div class="ncsf" id="{uid}" data-alt="{html.escape(self.alt)}">{"".join(rows)}{picture}{scripts}'
                f'<script>{_JS % {"id": json.dumps(uid)}}{_PRINT_JS}</script></div>')
         if len(out) > MAX_HTML_BYTES:
             raise ValueError(f"static slider figure would embed {len(out) / 2**20:.1f} MB (limit "

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import functools
+import html
 import io
 
 import matplotlib.pyplot as plt
@@ -9,6 +12,7 @@ import matplotlib.text as mtext
 import numpy as np
 import torch
 from matplotlib.figure import Figure
+from matplotlib.gridspec import GridSpec
 from PIL import Image
 from PIL.PngImagePlugin import PngInfo
 
@@ -22,6 +26,11 @@ PAGE_DPI = 192
 """Resolution of every figure on the page: 2x the CSS pixel density, for sharp screens."""
 MIN_FONT_PT = 9
 """Smallest text in any figure, in points at the displayed size."""
+PHONE_IN = 358 / 96
+"""Width of the text column on a 390 px phone, in inches: the phone rendering of a figure is drawn this wide, so its
+text shows at its size in points there too (a column-wide figure shrunk to a phone would show 9 pt as 6 px)."""
+PHONE_MEDIA = "(max-width: 600px)"
+"""Screens that get the phone rendering (below 600 px the column is too narrow for the desktop one at 9 px)."""
 
 plt.rcParams.update({"figure.dpi": 96, "savefig.dpi": PAGE_DPI, "axes.grid": True, "grid.alpha": 0.3,
                      "axes.spines.top": False, "axes.spines.right": False, "font.size": MIN_FONT_PT,
@@ -73,6 +82,93 @@ def page_png(fig: Figure, close: bool = True) -> tuple[bytes, dict[str, int]]:
     image.save(out, format="png", optimize=True, dpi=(PAGE_DPI, PAGE_DPI), pnginfo=info)
     w, h = image.size
     return out.getvalue(), {"width": round(w * 96 / PAGE_DPI), "height": round(h * 96 / PAGE_DPI)}
+
+
+def _wrap_in_two(text: str) -> str:
+    """A title split into two lines at the space nearest its middle that is not inside $...$ (unchanged if none)."""
+    spaces = [i for i, ch in enumerate(text) if ch == " " and text[:i].count("$") % 2 == 0]
+    if not spaces:
+        return text
+    i = min(spaces, key=lambda i: abs(i - len(text) / 2))
+    return text[:i] + "\n" + text[i + 1:]
+
+
+def phone_layout(fig: Figure) -> None:
+    """Lay a figure out again, in place, for a phone: at most PHONE_IN wide, its panels one under another in reading
+    order, each as tall as before (colour bars stay beside their panel), titles wider than the figure on two lines."""
+    cells: list = []                       # each panel's cell in the figure's own grid, in reading order
+    for ax in fig.axes:
+        spec = ax.get_subplotspec()
+        if spec is not None and spec.get_topmost_subplotspec() not in cells:
+            cells.append(spec.get_topmost_subplotspec())
+    rows = cells[0].get_gridspec().nrows if cells else 1
+    grid = GridSpec(max(len(cells), 1), 1, figure=fig)
+    moves = []
+    for ax in fig.axes:
+        spec = ax.get_subplotspec()
+        if spec is None:
+            raise ValueError("phone_layout moves panels of a grid: draw every axes in one (a colour bar with "
+                             "fig.colorbar(..., ax=one_panel), not ax=several)")
+        top = spec.get_topmost_subplotspec()
+        new = grid[cells.index(top)]
+        if spec == top:
+            moves.append((ax.set_subplotspec, new))
+        else:                              # a panel and its colour bar share a grid inside the cell: move that grid
+            inner = spec.get_gridspec()
+            while inner._subplot_spec != top:
+                inner = inner._subplot_spec.get_gridspec()
+            moves.append((functools.partial(setattr, inner, "_subplot_spec"), new))
+    for move, new in moves:
+        move(new)
+    height = fig.get_figheight() / rows * max(len(cells), 1)
+    fig.set_size_inches(min(PHONE_IN, fig.get_figwidth()), height)
+    fig.subplots_adjust(**{k: plt.rcParamsDefault[f"figure.subplot.{k}"]
+                           for k in ("left", "right", "bottom", "top", "wspace", "hspace")})
+    width = fig.get_figwidth() * fig.dpi
+    titles = [fig._suptitle] + [t for ax in fig.axes for t in (ax.title, ax._left_title, ax._right_title)]
+    fig.canvas.draw()
+    for t in titles:
+        if t is not None and t.get_text() and t.get_window_extent().width > 0.98 * width:
+            t.set_text(_wrap_in_two(t.get_text()))
+    for _ in range(2):                     # the second pass lays out text measured at the new size
+        fig.canvas.draw()
+        fig.tight_layout()
+
+
+def page_pngs(fig: Figure) -> tuple[tuple[bytes, dict[str, int]], tuple[bytes, dict[str, int]]]:
+    """``page_png`` of a figure as drawn (for the column, Jupyter and print) and of its ``phone_layout``; closes it."""
+    column = page_png(fig, close=False)
+    phone_layout(fig)
+    return column, page_png(fig)
+
+
+def picture_html(column: tuple[bytes, dict[str, int]], phone: tuple[bytes, dict[str, int]], alt: str,
+                 attrs: str = "") -> str:
+    """An HTML ``<picture>`` that shows the phone rendering on screens matching PHONE_MEDIA, the column one elsewhere
+    (both inline as base64; the book's build moves them to files, ``book/_ext/slider_frames.py``)."""
+    def uri(png: bytes) -> str:
+        return "data:image/png;base64," + base64.b64encode(png).decode()
+
+    (png, size), (ppng, psize) = column, phone
+    return (f'<picture><source media="{PHONE_MEDIA}" srcset="{uri(ppng)}" width="{psize["width"]}" '
+            f'height="{psize["height"]}"/><img {attrs} width="{size["width"]}" '
+            f'height="{size["height"]}" style="max-width:100%;height:auto" alt="{html.escape(alt)}" '
+            f'src="{uri(png)}"/></picture>')
+
+
+class PageFigure:
+    """A finished figure shown in a notebook: its column PNG for Jupyter, print and the PDF; in the HTML book a
+    ``picture_html`` with its phone rendering too. ``PageFigure(fig, alt)`` draws both and closes ``fig``."""
+
+    def __init__(self, fig: Figure, alt: str):
+        self.alt = alt
+        self.column, self.phone = page_pngs(fig)
+
+    def _repr_png_(self) -> tuple[bytes, dict[str, int]]:
+        return self.column
+
+    def _repr_html_(self) -> str:
+        return picture_html(self.column, self.phone, self.alt)
 
 
 def _show_figures_at_page_size() -> None:
@@ -444,7 +540,8 @@ def plot_class_mean_cosines(result: dict, seed: int, layers: list[str], wd_index
         ax.grid(False)
         ax.set_xticks([])
         ax.set_yticks([])
-    fig.colorbar(im, ax=axes, fraction=0.025)
+        fig.colorbar(im, ax=ax, fraction=0.046)
+    fig.tight_layout()
     return fig
 
 
@@ -602,5 +699,31 @@ def plot_decay_curves(panels_: list, ylog: bool = True) -> Figure:
             ax.set_yscale("log")
         ax.set(xlabel="λt (dashed: the paper's at the end)", ylabel=p.ylabel, title=p.title)
         ax.legend(fontsize=MIN_FONT_PT, loc="best")
+    fig.tight_layout()
+    return fig
+
+
+def plot_collapse_picture(result: dict, index: int) -> Figure:
+    """The first picture (cached ``collapse_picture``): the last hidden layer's features of three digit classes in
+    the plane of their class means, at initialisation and after ``result["steps"][index]`` GD steps, with the
+    class means, the triangle they span and the simplex (equilateral triangle) of the same size in grey."""
+    fig, axes = panels(2, 3.3)
+    coords, means, labels = result["coords"], result["mean_coords"], result["labels"]
+    lim = 1.05 * max(np.percentile(np.abs(coords[0]), 99.5), 1.2)
+    corners = np.array([[np.cos(a), np.sin(a)] for a in np.deg2rad([90, 210, 330, 90])])
+    for ax, i in zip(axes, (0, index)):
+        ax.plot(corners[:, 0], corners[:, 1], color="0.75", lw=1, zorder=1, label="simplex of the same size")
+        for c, digit in enumerate(result["digits"]):
+            z = coords[i][labels == c]
+            ax.scatter(z[:, 0], z[:, 1], s=5, alpha=0.45, color=f"C{c}", lw=0, zorder=2)
+            ax.plot(*means[i][c], "o", ms=9, color=f"C{c}", mec="k", zorder=4, label=f"digit {int(digit)}")
+        ax.plot(*np.vstack([means[i], means[i][:1]]).T, "k--", lw=1, zorder=3)
+        ax.set(xlim=(-lim, lim), ylim=(-lim, lim), aspect="equal", xticks=[], yticks=[])
+        ax.spines[:].set_visible(True)
+        ax.spines[:].set_color("0.6")
+        cos = ", ".join(f"{v:.2f}".replace("-", "−") for v in result["mean_cosines"][i])
+        ax.set_title(f"GD step {int(result['steps'][i]):,}: NC1 = {result['nc1'][i]:.2g}\n"
+                     f"cosines of the means {cos}")
+    axes[1].legend(loc="lower center", ncol=2, fontsize=MIN_FONT_PT, framealpha=0.9, columnspacing=1)
     fig.tight_layout()
     return fig

@@ -18,11 +18,13 @@ import numpy as np
 from . import cache
 from .codehash import code_hash
 from .experiments import (
+    CollapsePicture,
     EdgeOfStability,
     GDPhases,
     HeadBounds,
     HeadDepth,
     MLPCollapse,
+    run_collapse_picture,
     run_edge_of_stability,
     run_gd_phases,
     run_head_bounds,
@@ -194,6 +196,22 @@ _EOS_SCALES = {                       # edge_of_stability and trained_ntk train 
 }
 
 EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
+    Experiment(
+        name="collapse_picture",
+        description="the first picture: last hidden features of an MLP on three MNIST digits over GD (index, Ch. 1)",
+        run=run_collapse_picture,
+        scales={
+            "tiny": CollapsePicture(per_class=5, hidden=(16, 16, 8), checkpoints=(0, 2, 5)),
+            "cpu": CollapsePicture(),
+            "gpu": CollapsePicture(per_class=500, checkpoints=(0, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000,
+                                                               10_000, 20_000)),
+            "paper": CollapsePicture(per_class=500, checkpoints=(0, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000,
+                                                                 10_000, 20_000)),
+        },
+        notes={"gpu": "All 500 digits of each of the three classes of MNIST-5k and 20,000 GD steps.",
+               "paper": "no paper has this experiment: it is the book's own picture of collapse happening (Papyan "
+                        "et al. 2020 show such pictures for deep networks); the paper scale is the gpu one"},
+    ),
     Experiment(
         name="jacot_mlp",
         description="MLP with a deep linear head, square loss + weight decay, lr drop at 80% (Jacot et al. Fig. 4)",

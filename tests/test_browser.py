@@ -1,7 +1,8 @@
 """The rendered book in a real browser: build it, open every page in headless Chromium with the network cut off, and
 check what a reader sees: no JavaScript errors or missing files, math typeset and never cut off (1280 px and a 390 px
 phone), no code block, code cell or printed output scrolling sideways at 1280 px, every figure numbered, captioned,
-with alt text, its text at least 9 pt as displayed and at most two panels a row, a click opening it full size, every
+with alt text, its text at least 9 pt as displayed and at most two panels a row (on a 390 px phone: at least 9 px, from
+its phone rendering, one panel a row), a click opening it full size, every
 slider figure responding to a real input event, chapters numbered, the bibliography under author-year labels with
 links, each page's weight and the site's; then the print edition (``scripts/make_pdf.py``, its code never cut off on
 A4). Screenshots of every page (top, 1280 and 390 px), of every figure and of a proof go to ``_build/screenshots/``;
@@ -39,6 +40,7 @@ make_pdf = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(make_pdf)
 chromium_path, toc_pages = make_pdf.chromium_path, make_pdf.toc_pages
 MIN_TEXT_PT = 9.0            # smallest text of a figure at its displayed size
+PHONE_MIN_PX = 9.0           # smallest text of a figure on a 390 px phone, in CSS px
 PAGE_LIMIT = 1.5 * 2**20     # everything a first visit to a page loads, gzip-compressed as a web server sends it
 OWN_LIMIT = 2**20            # a page's own HTML and the images it shows first, raw
 SITE_LIMIT = 28 * 2**20      # the whole built site (MathJax 4 and its font: 3.5 MB; the book's code: ncbook-source.zip)
@@ -131,6 +133,29 @@ def image_bytes(src: str) -> bytes:
     return Path(unquote(urlparse(src).path)).read_bytes()
 
 
+def frame_bytes(page: Path, frame: str) -> bytes:
+    """The PNG of one slider position: base64 data, or the URL (relative to the page) of its file."""
+    if frame.endswith(".png"):
+        return Path(unquote(urlparse(urljoin(page.as_uri(), frame)).path)).read_bytes()
+    return base64.b64decode(frame)
+
+
+def phone_text_px(tab, page: Path) -> list[str]:
+    """Figures whose smallest text shows below PHONE_MIN_PX CSS px on the current (phone) screen: the rendering the
+    browser chose for each figure as shown, and every phone position of a slider figure in its box."""
+    small = []
+    for f in tab.evaluate(FIGURES_JS):
+        px = displayed_pt(png_facts(image_bytes(f["src"])), f["shown"]) * 96 / 72
+        if px < PHONE_MIN_PX - 0.05:
+            small.append(f"figure {f['number']}: {px:.1f} px")
+        for k, frame in enumerate(f["phone"]):
+            facts = png_facts(frame_bytes(page, frame))
+            px = displayed_pt(facts, min(facts["width"] * 96 / facts["dpi"], f["box"])) * 96 / 72
+            if px < PHONE_MIN_PX - 0.05 or facts["per_row"] > 1:
+                small.append(f"figure {f['number']}, position {k + 1}: {px:.1f} px, {facts['per_row']} panels a row")
+    return small
+
+
 def displayed_pt(facts: dict, shown_px: float) -> float:
     """The figure's smallest text in points as displayed: font x (dpi / 96 CSS px per inch) x (shown / natural)."""
     return facts["min_pt"] * facts["dpi"] / 96 * shown_px / facts["width"]
@@ -159,15 +184,16 @@ FIGURES_JS = """() => [...document.querySelectorAll("article.bd-article img")].f
     return {src: i.currentSrc || i.src, alt: i.getAttribute("alt") || "", shown: i.getBoundingClientRect().width,
             natural: i.naturalWidth, id: fig ? fig.id : "", number: num ? num.textContent.trim() : "", box: box,
             frames: sf ? Object.values(JSON.parse(sf.querySelector("script.ncsf-frames").textContent)) : [],
+            phone: sf ? Object.values(JSON.parse(sf.querySelector("script.ncsf-phone-frames").textContent)) : [],
             caption: cap ? cap.textContent.trim() : "",
             cited: !!(fig && fig.id && document.querySelector(`article a[href$="#${fig.id}"]`))}; })"""
 
 
 def slider_figures_in(page: str) -> int:
-    """How many slider figures the executed notebook of a page holds (0 for markdown pages)."""
+    """How many slider figures the executed notebook of a page holds (for a markdown page: the chapters' it shows)."""
     nb = ROOT / f"{page}.ipynb"
-    if not nb.exists():
-        return 0
+    if not nb.exists():                 # a markdown page shows a chapter's slider figure with {chapter-figure}
+        return (ROOT / f"{page}.md").read_text().count(":::{chapter-figure}")
     cells = json.loads(nb.read_text())["cells"]
     return sum('class="ncsf"' in "".join(o.get("data", {}).get("text/html", ""))
                for c in cells for o in c.get("outputs", []))
@@ -278,7 +304,8 @@ def test_page_in_chromium(browser, built_book: Path, page: str):
     figures = tab.evaluate(FIGURES_JS)
     for f in figures:
         where = f"{page}: figure {f['number'] or f['src'][:60]}"
-        assert re.fullmatch(r"Fig\. \d+\.\d+", f["number"]), f"{where}: not a numbered figure with a caption"
+        number = r"Fig\. \d+" if name == "index" else r"Fig\. \d+\.\d+"     # the front page has no chapter number
+        assert re.fullmatch(number, f["number"]), f"{where}: not a numbered figure with a caption"
         assert len(f["caption"]) > 80 and ("Look at" in f["caption"] or "Compare" in f["caption"]), \
             f"{where}: the caption must say what the figure shows and what to look at"
         assert f["cited"], f"{where}: the text never refers to it by number"
@@ -288,9 +315,8 @@ def test_page_in_chromium(browser, built_book: Path, page: str):
         pt = displayed_pt(facts, f["shown"])
         assert pt >= MIN_TEXT_PT - 0.05, f"{where}: smallest text {pt:.1f} pt as displayed (at least {MIN_TEXT_PT})"
         for k, frame in enumerate(f["frames"] or [None]):       # every position of a slider figure, as shown
-            if frame:                                           # base64 data, or the URL of its file
-                facts = png_facts(Path(unquote(urlparse(urljoin(html.as_uri(), frame)).path)).read_bytes()
-                                  if frame.endswith(".png") else base64.b64decode(frame))
+            if frame:
+                facts = png_facts(frame_bytes(html, frame))
             assert facts["per_row"] <= 2, f"{where}: {facts['per_row']} panels side by side (at most 2)"
             pt = displayed_pt(facts, min(facts["width"] * 96 / facts["dpi"], f["box"]))
             assert pt >= MIN_TEXT_PT - 0.05, f"{where}, position {k + 1}: smallest text {pt:.1f} pt as displayed"
@@ -335,14 +361,17 @@ def test_page_in_chromium(browser, built_book: Path, page: str):
         tab.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=20_000)
         tab.evaluate("() => MathJax.startup.promise")
     tab.wait_for_timeout(400)
+    tab.evaluate("() => Promise.all([...document.images].map(i => i.complete ? 0 : i.decode().catch(() => 0)))")
     narrow = tab.evaluate(CLIPPED_JS, True)
     narrow += tab.evaluate(CUE_JS)
     narrow += tab.evaluate(WIDE_TABLES_JS)
+    small = phone_text_px(tab, html)
     tab.screenshot(path=str(SHOTS / f"{name}-390.png"))
     ctx.close()
     assert not errors, f"{page}: " + "; ".join(errors)
     assert not clipped, f"{page}: {len(clipped)} elements run past their visible box at 1280 px: {clipped[:3]}"
     assert not narrow, f"{page}: {len(narrow)} elements run past their visible box at 390 px: {narrow[:3]}"
+    assert not small, f"{page}: figure text too small at 390 px (at least {PHONE_MIN_PX} px): {small[:3]}"
     assert not scrolling, f"{page}: {len(scrolling)} code blocks or outputs scroll sideways at 1280 px: {scrolling[:3]}"
 
 

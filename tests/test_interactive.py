@@ -23,6 +23,12 @@ def test_slider_figure_static_html_has_every_frame_and_switches():
     frames = json.loads(re.search(r'class="ncsf-frames">(.*?)</script>', page).group(1))
     assert sorted(frames) == [f"{i},{j}" for i in range(3) for j in range(2)]
     assert len(set(frames.values())) == 6                    # every grid point drew a different figure
+    phone = json.loads(re.search(r'class="ncsf-phone-frames">(.*?)</script>', page).group(1))
+    sizes, phone_sizes = (json.loads(re.search(rf'class="ncsf-{k}sizes">(.*?)</script>', page).group(1))
+                          for k in ("", "phone-"))
+    assert sorted(phone) == sorted(frames) and not set(phone.values()) & set(frames.values())
+    assert all(phone_sizes[k][0] <= sizes[k][0] for k in frames)     # each position drawn for a phone too
+    assert '<picture><source media="(max-width: 600px)" srcset="data:image/png;base64,' in page
     assert 'data-key="1,0"' in page                          # starts at a=2 (index 1), b=0.5 (index 0)
     assert page.count('class="ncsf-range"') == 2
     assert sf.image(a=2, b=0.5) is sf.image(a=2, b=0.5)     # memoised

@@ -1,9 +1,11 @@
-"""Sphinx extension: slider figures load their frames on demand.
+"""Sphinx extension: figures embedded in a page's HTML become image files, slider frames loaded on demand.
 
-A chapter's executed notebook embeds every position of a slider figure (``ncbook.interactive.SliderFigure``) as
-base64 PNG in its HTML: megabytes a page, none of which a web server can compress. After an HTML build each frame is
-written once to ``_images/ncsf/<sha256 of the PNG>.png`` and the page keeps only its URL: the first position shown is
-an ordinary image, the others are fetched when a slider reaches them (the figure's script accepts either form).
+A chapter's executed notebook embeds every position of a slider figure (``ncbook.interactive.SliderFigure``), in
+its column and phone renderings, and each static figure's two renderings (``ncbook.plotting.PageFigure``), as base64
+PNG in its HTML: megabytes a page, none of which a web server can compress. After an HTML build each PNG is written
+once to ``_images/ncsf/<sha256 of the PNG>.png`` and the page keeps only its URL: the ``<picture>`` shown first
+loads the rendering its screen needs, the other slider positions are fetched when a slider reaches them (the
+figure's script accepts either form).
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ import os
 import re
 from pathlib import Path
 
-_FRAMES = re.compile(r'(<script type="application/json" class="ncsf-frames">)(.*?)(</script>)', re.S)
-_FIRST = re.compile(r'(<img class="ncsf-frame"[^>]*?src=")data:image/png;base64,([A-Za-z0-9+/=]+)(")')
+_FRAMES = re.compile(r'(<script type="application/json" class="ncsf-(?:phone-)?frames">)(.*?)(</script>)', re.S)
+_INLINE = re.compile(r'(<(?:img|source) [^>]*?(?:src|srcset)=")data:image/png;base64,([A-Za-z0-9+/=]+)(")')
 
 
 def frame_file(outdir: Path, data: str) -> Path:
@@ -34,7 +36,7 @@ def frame_file(outdir: Path, data: str) -> Path:
 def externalise(page: Path, outdir: Path) -> bool:
     """Move a built page's slider frames into files; True if the page changed (a page done before is left as is)."""
     text = page.read_text(encoding="utf-8")
-    if "ncsf-frames" not in text:
+    if "ncsf-frames" not in text and "data:image/png;base64," not in text:
         return False
 
     def url(data: str) -> str:
@@ -46,7 +48,7 @@ def externalise(page: Path, outdir: Path) -> bool:
         return m.group(1) + json.dumps(table) + m.group(3)
 
     new = _FRAMES.sub(frames, text)
-    new = _FIRST.sub(lambda m: m.group(1) + url(m.group(2)) + m.group(3), new)
+    new = _INLINE.sub(lambda m: m.group(1) + url(m.group(2)) + m.group(3), new)
     if new != text:
         page.write_text(new, encoding="utf-8")
     return new != text
