@@ -110,3 +110,16 @@ def test_the_instructors_page_covers_every_chapter():
     labels = [re.search(r"^\((ch-[\w-]+)\)=", md.read_text(), re.M).group(1) for md in CHAPTERS]
     assert all(f"{{ref}}`{label}`" in path for label in labels)
     assert "## A two-week module" in page and "## A four-week course" in page
+
+
+@pytest.mark.parametrize("md", [*CHAPTERS, BOOK / "index.md"], ids=lambda p: p.stem)
+def test_captions_name_panels_by_their_order_not_their_place(md: Path):
+    """On a phone a figure's panels stand one under another (ncbook.plotting.phone_layout), so "left", "right",
+    "top" and "bottom" would point at the wrong panel: captions count panels instead (a paper's "Fig. 4 (top row)"
+    names the paper's figure and may stay)."""
+    captions = re.findall(r"caption: \|\n(.*?)\n(?:\S|  \w)", md.read_text(), re.S)
+    captions += re.findall(r":::\{chapter-figure\}.*?\n:name: .*?\n(.*?)\n:::", md.read_text(), re.S)
+    for caption in captions:
+        place = re.search(r"(?<!\d )(?:\b(?:Left|Right|Top|Bottom|Middle):|\((?:left|right|top|bottom)\b|"
+                          r"\b(?:left|right|middle|top|bottom) (?:panel|one)\b)", caption)
+        assert not place, f"{md.stem}: a caption names a panel by its place ({place.group(0)!r}): say which panel"
