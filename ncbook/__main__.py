@@ -124,7 +124,7 @@ def cmd_list(args) -> int:
     total_wall = sum(w for w, _ in shipped.values())
     total_size = sum(b for _, b in shipped.values())
     print(f"{len(shipped)} stored results: {total_wall / 60:.1f} min of recorded wall time, {total_size / 1e6:.2f} MB")
-    left = sorted((cache.RESULTS_DIR / ".checkpoints").glob("*.pt"))
+    left = sorted((cache.results_dir() / ".checkpoints").glob("*.pt"))
     if left:
         print(f"{len(left)} checkpoint file(s) of stopped runs in {left[0].parent} "
               f"({sum(f.stat().st_size for f in left) / 1e6:.1f} MB): the same command resumes each run; those made "

@@ -29,7 +29,31 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS_DIR = Path(os.environ.get("NCBOOK_RESULTS", ROOT / "results"))
+
+
+def default_results_dir() -> Path | None:
+    """Where results live unless a call names a folder: the one ``NCBOOK_RESULTS`` names; else, when ncbook runs from
+    the book's repository (the package beside its ``pyproject.toml``), that repository's ``results/``; else None: an
+    installed ncbook has no results folder of its own and never reads or writes inside site-packages."""
+    if os.environ.get("NCBOOK_RESULTS"):
+        return Path(os.environ["NCBOOK_RESULTS"]).expanduser()
+    if (ROOT / "pyproject.toml").is_file() and (ROOT / "ncbook" / "__init__.py").is_file():
+        return ROOT / "results"
+    return None
+
+
+RESULTS_DIR = default_results_dir()
+
+
+def results_dir(root: Path | None = None) -> Path:
+    """``root`` if given, else :data:`RESULTS_DIR`; a one-line error saying what to set when there is neither."""
+    if root is not None:
+        return Path(root)
+    if RESULTS_DIR is None:
+        raise CacheError("ncbook has no results folder: set NCBOOK_RESULTS to a folder (e.g. the results/ of a "
+                         "clone of the book, or an empty one for your own runs), or pass root=", "no-results-dir")
+    return RESULTS_DIR
+
 MAX_FILE_BYTES = 1 << 30
 """A stored file larger than this is refused unread, which bounds the time of ``verify``."""
 
@@ -129,7 +153,7 @@ def provenance(device: str, seeds: list[int], wall_time_s: float, command: str) 
 
 def paths(name: str, scale: str, root: Path | None = None) -> tuple[Path, Path]:
     """The result's folder and its manifest."""
-    d = (root or RESULTS_DIR) / name
+    d = results_dir(root) / name
     return d, d / f"{scale}.json"
 
 
@@ -310,7 +334,7 @@ def read_manifest(name: str, scale: str, root: Path | None = None, regen: str = 
     if not manifest_path.exists() and not manifest_path.is_symlink():
         raise CacheError(f"no cached result for {name} at scale {scale!r}: {manifest_path} is missing. Make it "
                          f"with `{regen}`", "missing")
-    tree = (root or RESULTS_DIR).resolve()
+    tree = results_dir(root).resolve()
     if folder.is_symlink() or folder.resolve().parent != tree:
         raise CacheError(f"{name}/{scale}: the folder {folder} is a symbolic link or leaves the results folder "
                          f"{tree}; results are plain folders inside it. Regenerate it with `{regen}`")

@@ -11,6 +11,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from . import require_extra
+
+require_extra("ncbook.data", "train")
+
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
 """The standard MNIST normalisation constants (pixel values scaled to [0, 1] first)."""
 FASHION_MNIST_MEAN, FASHION_MNIST_STD = 0.2860, 0.3530

@@ -7,6 +7,10 @@ import functools
 import html
 import io
 
+from . import require_extra
+
+require_extra("ncbook.plotting", "figures")
+
 import matplotlib.pyplot as plt
 import matplotlib.text as mtext
 import numpy as np

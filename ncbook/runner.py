@@ -59,7 +59,7 @@ class Run:
     def checkpoint(self, root: Path | None = None) -> Path:
         """Where the run saves its checkpoint (multi-part runs add ``.<part>`` before the suffix); a killed run
         resumes from it when the same command is run again, with the same configuration and code (both in the key)."""
-        return (root or cache.RESULTS_DIR) / ".checkpoints" / f"{self.name}--{self.tag}--{self.key}.pt"
+        return cache.results_dir(root) / ".checkpoints" / f"{self.name}--{self.tag}--{self.key}.pt"
 
 
 def run_and_cache(name: str, scale: str, device: str = "cpu", progress: bool = True, root: Path | None = None,
@@ -76,7 +76,7 @@ def execute(run: Run, device: str = "cpu", progress: bool = True, root: Path | N
         check_data_files(dataset, run.config.data_root, True)       # a missing or broken file, before any work
     ckpt = run.checkpoint(root)
     ckpt.parent.mkdir(parents=True, exist_ok=True)
-    locks = (root or cache.RESULTS_DIR) / ".locks"
+    locks = cache.results_dir(root) / ".locks"
     locks.mkdir(exist_ok=True)
     with lock(locks / f"{ckpt.stem}.lock", run):
         return _execute(run, ckpt, device, progress, root)
@@ -234,7 +234,7 @@ def check_stored(name: str, tag: str, root: Path | None = None) -> dict:
 
 def stored_tags(root: Path | None = None) -> list[tuple[str, str]]:
     """(experiment, tag) of every stored result, in file order."""
-    return [(p.parent.name, p.stem) for p in sorted((root or cache.RESULTS_DIR).glob("*/*.json"))]
+    return [(p.parent.name, p.stem) for p in sorted(cache.results_dir(root).glob("*/*.json"))]
 
 
 def verify(root: Path | None = None) -> list[tuple[str, str, str]]:
@@ -255,7 +255,7 @@ def anomalies(root: Path | None = None) -> list[tuple[Path, str]]:
     files of interrupted writes, data files that no manifest lists (a deleted manifest, an interrupted save), and any
     other file. The checkpoints of stopped runs (``.checkpoints/``), the runs' lock files (``.locks/``) and README
     files are expected."""
-    root = root or cache.RESULTS_DIR
+    root = cache.results_dir(root)
     if not root.is_dir():
         return [(root, "the results folder is missing: clone the repository again, or run the experiments")]
     out, listed = [], set()

@@ -9,7 +9,7 @@ fresh kernel, exactly as nbval runs it (progress bars off, live sliders), and ev
 committed ones; cells tagged nbval-ignore-output or nbval-skip are not compared, as in nbval. One line per
 difference names the variant, chapter, cell and the first line that differs. Exit status 1 on any difference.
 
-Why these variants suffice (README, "What passes on any machine"): the chapters' numbers go through three
+Why these variants suffice (docs/details.md, "What passes on any machine"): the chapters' numbers go through three
 arithmetic libraries, and each variant changes the code path of at least one of them from what this machine picks
 by itself: torch's products and factorisations (MKL: instruction set and conditional-numerical-reproducibility
 mode), torch's own vectorised kernels (ATen's CPU capability: reductions, elementwise), numpy's and scipy's

@@ -397,6 +397,13 @@ def test_site_weight(built_book: Path):
     assert size <= SITE_LIMIT, f"the built site is {size / 2**20:.1f} MB (limit {SITE_LIMIT / 2**20:.0f} MB)"
 
 
+def test_every_page_states_its_licences(built_book: Path):
+    """The footer of every page says under which licences its text and figures (CC BY 4.0) and code (MIT) are."""
+    for page in toc_pages():
+        text = (built_book / f"{page}.html").read_text(encoding="utf-8")
+        assert "CC BY 4.0" in text and "code: MIT" in text and "CITATION.cff" in text, f"{page}: no licence footer"
+
+
 def test_print_edition(browser, built_book: Path):
     """``make pdf``'s route: every page printed with the print stylesheet and joined; every figure there (each
     slider figure as all its positions), solutions unfolded, no slider controls."""

@@ -31,8 +31,8 @@ def imports_of(module: str) -> set[str]:
             name = (node.module or "").removeprefix("ncbook").lstrip(".")
             if name:
                 out.add(name.split(".")[0])
-            else:
-                out |= {a.name for a in node.names}
+            else:                       # from . import m: a module, or a name of the package's __init__
+                out |= {a.name for a in node.names if (PACKAGE / f"{a.name}.py").is_file()}
         elif isinstance(node, ast.Import):
             out |= {a.name.split(".")[1] for a in node.names if a.name.startswith("ncbook.")}
     return out - {module}

@@ -15,8 +15,8 @@ from pathlib import Path
 
 ARCHIVE = "ncbook-source.zip"
 FOLDER = "ncbook-source"
-FILES = ("README.md", "requirements.txt", "pyproject.toml", "Makefile", "jupytext.toml", "LICENSE", "LICENSE-text",
-         "CITATION.cff", "scripts/jupyterlab_overrides.json")
+FILES = ("README.md", "requirements.txt", "pyproject.toml", "Makefile", "jupytext.toml", "LICENSE", "LICENSE-TEXT.md",
+         "CITATION.cff", "CHANGELOG.md", "scripts/jupyterlab_overrides.json")
 TREES = {"ncbook": ("*.py",), "results": ("*.json", "*.npz", "*.md"), "book": ("ch*.md",)}
 
 
