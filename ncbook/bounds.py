@@ -46,13 +46,14 @@ def product(weights: list[torch.Tensor]) -> torch.Tensor:
 
 
 def balancedness_gap(W_next: torch.Tensor, W: torch.Tensor) -> float:
-    """||W_{l+1}^T W_{l+1} - W_l W_l^T||_op, the quantity epsilon_2 bounds (Thm 3.1)."""
+    """||W_{l+1}^T W_{l+1} - W_l W_l^T||_op, the quantity epsilon_2 bounds (Jacot et al.'s Thm 3.1)."""
     return op_norm(W_next.double().T @ W_next.double() - W.double() @ W.double().T)
 
 
 @dataclass(frozen=True)
 class Theorem31:
-    """Every quantity of Theorem 3.1 for one network: the hypotheses (eps1, eps2, r, ...), the right-hand sides
+    """Every quantity of Jacot et al.'s Theorem 3.1 for one network: the hypotheses (eps1, eps2, r, ...), the
+    right-hand sides
     of (2)-(5) (``inf`` or ``-inf`` where the theorem says nothing) and the measured NC metrics of Z_{L-1}."""
 
     eps1: float
@@ -87,7 +88,7 @@ class Theorem31:
 
 
 def psi(eps1: float, eps2: float, r: float, s_K_Y: float, n_last: int) -> float:
-    """Psi(eps1, eps2, r) = r (eps1 / (s_K(Y) - eps1) + sqrt(n_{L-1} eps2)) (Thm 3.1)."""
+    """Psi(eps1, eps2, r) = r (eps1 / (s_K(Y) - eps1) + sqrt(n_{L-1} eps2)) (Jacot et al.'s Thm 3.1)."""
     return r * (eps1 / (s_K_Y - eps1) + math.sqrt(n_last * eps2))
 
 
@@ -150,7 +151,7 @@ def nc3_terms(model: MLP, X: torch.Tensor, labels: torch.Tensor) -> dict[str, to
 
 
 def theorem_3_1(model: MLP, X: torch.Tensor, labels: torch.Tensor) -> Theorem31:
-    """Measure the hypotheses of Theorem 3.1 on a trained network and evaluate its bounds (2)-(5)."""
+    """Measure the hypotheses of Jacot et al.'s Theorem 3.1 on a trained network and evaluate its bounds (2)-(5)."""
     L, L1 = len(model.layers), model.num_nonlinear
     L2 = L - L1
     if L2 < 2:
@@ -212,14 +213,15 @@ def lemma_c1_constant(N: int, beta: float, b: float, r: list[float], as_printed:
 
 
 def shifted_pl_offset(lam: float, alpha: float, theta0_norm: float, r0: float) -> float:
-    """m_lambda = (1 + sqrt(4 lam / alpha))^2 (||theta_0|| + r_0)^2 of Proposition 4.5: C_lambda satisfies
+    """m_lambda = (1 + sqrt(4 lam / alpha))^2 (||theta_0|| + r_0)^2 of Jacot et al.'s Proposition 4.5: C_lambda
+    satisfies
     ||grad C_lambda||^2 >= (alpha/4)(C_lambda - lam m_lambda) on B(theta_0, r_0) when C_0 is alpha-PL there."""
     return (1 + math.sqrt(4 * lam / alpha)) ** 2 * (theta0_norm + r0) ** 2
 
 
 def balancing_forcing_bound(eps1: float, rho: float, X_op: float, L1: int, L: int, as_printed: bool = False) -> float:
     """Bound on ||G_l||_op^2 + ||G_{l+1}||_op^2, the forcing term of the balancing recursion for a pair of linear
-    layers in the proof of Theorem 4.4, when ||Z_L - Y||_F <= eps1 sqrt 2 and every ||W_j||_F <= rho:
+    layers in the proof of Jacot et al.'s Theorem 4.4, when ||Z_L - Y||_F <= eps1 sqrt 2 and every ||W_j||_F <= rho:
     4 eps1^2 rho^{2(L-1)} ||X||_op^2 (chapter 6; attained by scalar chains), or the paper's exponent 2(L1 + L - 1),
     which counts the non-linear layers twice (``as_printed``)."""
     exponent = 2 * (L1 + L - 1) if as_printed else 2 * (L - 1)
@@ -227,21 +229,24 @@ def balancing_forcing_bound(eps1: float, rho: float, X_op: float, L1: int, L: in
 
 
 def worst_balancing_forcing(eps1: float, rho: float, X_op: float, L: int) -> float:
-    """The largest forcing ||G_l||^2 + ||G_{l+1}||^2 under Thm 4.4's standing condition C_lambda <= eps1^2 with
+    """The largest forcing ||G_l||^2 + ||G_{l+1}||^2 under the standing condition of Jacot et al.'s Thm 4.4, C_lambda
+    <= eps1^2 with
     lambda = 2 eps1^2 / rho^2: 2 eps1^2 rho^{2(L-1)} ||X||_op^2 / L^L (AM-GM over the error, the L-2 other layers and
     the pair; attained by a scalar chain; chapter 6's erratum)."""
     return 2 * eps1 ** 2 * rho ** (2 * (L - 1)) * X_op ** 2 / L ** L
 
 
 def printed_forcing_fails_below(L1: int, L: int) -> float:
-    """The rho below which the printed forcing 4 eps1^2 rho^{2(L1+L-1)} ||X||^2 (proof of Thm 4.4) is smaller than
+    """The rho below which the printed forcing 4 eps1^2 rho^{2(L1+L-1)} ||X||^2 (proof of Jacot et al.'s Thm 4.4) is
+    smaller than
     :func:`worst_balancing_forcing`: rho^{2 L1} < 1 / (2 L^L), i.e. (2 L^L)^{-1/(2 L1)} (1/sqrt 54 at L1 = 1, L = 3)."""
     return (2 * L ** L) ** (-1 / (2 * L1))
 
 
 def thm44_eps1_max(K: int, N: int, s_K_Y: float, as_printed: bool = False) -> float:
-    """Thm 4.4's largest eps1: its (11) is Thm 3.1 at eps1 sqrt 2, so min(s_K(Y), sqrt((K-1)N/(4K))) / sqrt 2; the
-    paper prints 1/2 sqrt((K-1)N/K) (``as_printed``): Thm 3.1's limit taken at eps1, sqrt 2 too large, no s_K(Y)."""
+    """The largest eps1 of Jacot et al.'s Thm 4.4: its (11) is their Thm 3.1 at eps1 sqrt 2, so
+    min(s_K(Y), sqrt((K-1)N/(4K))) / sqrt 2; the paper prints 1/2 sqrt((K-1)N/K) (``as_printed``): the limit of their
+    Thm 3.1 taken at eps1, sqrt 2 too large, no s_K(Y)."""
     top = math.sqrt((K - 1) * N / (4 * K))
     return top if as_printed else min(s_K_Y, top) / math.sqrt(2)
 
@@ -368,7 +373,8 @@ def top_hessian_eigenvalue(loss_fn, params: list[torch.Tensor], iters: int = 100
 
 def interpolating_network(X: torch.Tensor, labels: torch.Tensor, width: int, head_width: int, L2: int,
                           noise: float = 0.0, seed: int = 0, activation: torch.nn.Module | None = None) -> MLP:
-    """A network of Theorem 3.1's kind built by hand: one random non-linear layer of ``width`` units, then L2
+    """A network of the kind of Jacot et al.'s Theorem 3.1, built by hand: one random non-linear layer of ``width``
+    units, then L2
     exactly balanced linear layers whose product P maps the hidden features to the one-hot targets
     (P = Y Z_1^+, plus ``noise`` times a random matrix, which sets the interpolation error eps1)."""
     K = int(labels.max()) + 1
@@ -388,8 +394,10 @@ def interpolating_network(X: torch.Tensor, labels: torch.Tensor, width: int, hea
 
 def kernel_leaking_network(K: int, width: int, per_class: int, leak: float, noise: float = 0.0,
                            seed: int = 0) -> tuple[MLP, torch.Tensor, torch.Tensor]:
-    """A network and data on which Theorem 3.1 is informative and Z_{L-1} leaks into the kernel of W_L (chapter 5):
-    inputs e_c + noise |g| (collapsed, non-negative), one ReLU layer W_1 = I, then the linear head W_2 = [I; leak G],
+    """A network and data on which Jacot et al.'s Theorem 3.1 is informative and Z_{L-1} leaks into the kernel of W_L
+    (chapter 5):
+    inputs ``e_c + noise |g|`` (collapsed, non-negative), one ReLU layer W_1 = I, then the linear head W_2 = [I; leak
+    G],
     W_3 = [I 0], so that Z_L = Z_1 whatever the leak, kappa(W_L) = 1, and eps2 ~ leak ||G||."""
     if width <= K:
         raise ValueError(f"width must exceed K = {K} to leave room for a kernel of W_L; got width = {width}")

@@ -12,7 +12,7 @@ Conventions (stated once, used everywhere):
 
 Nothing here forms or inverts a ``d x d`` matrix: every class-mean direction lies in the span of the (at most
 ``K``) class means, so the statistics are kept in an orthonormal basis ``Q`` of that span (``d x q``, ``q <= K``).
-On the CPU the pass that needs every sample twice over is one numba kernel (:func:`_shift_project`).
+On the CPU the pass that needs every sample twice over is one numba kernel (``_shift_project``).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def check_features_labels(
 ) -> tuple[torch.Tensor, torch.Tensor, int]:
     """Validate ``(N, d)`` features and ``(N,)`` integer labels in ``0..K-1``; return tensors and ``K``.
 
-    Finiteness is checked on the class sums (:func:`_class_sums`), which every NaN or inf reaches, at no extra cost.
+    Finiteness is checked on the class sums (``_class_sums``), which every NaN or inf reaches, at no extra cost.
     """
     Z = _as_tensor(features, "features")
     y = _as_tensor(labels, "labels")
@@ -183,7 +183,7 @@ def _class_sums(Z: torch.Tensor, y: torch.Tensor, K: int) -> torch.Tensor:
 
 
 SHIFT_BLOCK = 256
-"""Rows per thread task in :func:`_shift_project`; its per-class sums are float64 per block, then added in order."""
+"""Rows per thread task in ``_shift_project``; its per-class sums are float64 per block, then added in order."""
 
 
 @numba.njit(parallel=True, cache=True, fastmath={"reassoc", "contract"})
@@ -221,7 +221,7 @@ def shifted_moments(Z: torch.Tensor, y: torch.Tensor, a: torch.Tensor, R: torch.
     """The second pass of :func:`class_stats`. For ``c_i = z_i - a_{y_i}`` (a: the class means in the input
     precision): ``|c_i|^2`` (N,) and ``c_i^T R`` (N, r), each formed in the input precision from one row, and per
     class ``sum_i P_i P_i^T`` (K, q, q) for ``P_i = c_i^T R[:, :q]``, all in float64. On the CPU one fused kernel
-    reads every row once (:func:`_shift_project`); on other devices, row blocks of torch operations."""
+    reads every row once (``_shift_project``); on other devices, row blocks of torch operations."""
     if Z.device.type == "cpu":
         return _shifted_moments_cpu(Z, y, a, R, q)
     return _shifted_moments_torch(Z, y, a, R, q)
@@ -266,12 +266,12 @@ def class_stats(features: ArrayLike, labels: ArrayLike, num_classes: int | None 
                 classifier: ArrayLike | None = None) -> ClassStats:
     """One-shot :class:`ClassStats` in two blocked passes; no d x d matrix, no full-size temporary.
 
-    Pass 1 sums each class (:func:`_class_sums`). Pass 2 (:func:`shifted_moments`; on the CPU one fused read of every
+    Pass 1 sums each class (``_class_sums``). Pass 2 (:func:`shifted_moments`; on the CPU one fused read of every
     row) subtracts from every sample its class mean rounded to the input precision, a = fl(mu_c) (exact or nearly so
     for nearby float32 numbers), projects it on the span of the means and applies the shifted-scatter identity
     S_c = sum_i c_i c_i^T - n_c m_c m_c^T with c_i = z_i - a and m_c = mu_c - a (Chan, Golub & LeVeque 1983), so that
     nothing cancels; every sum over rows is float64. With a ``classifier`` W (K x d) the same pass accumulates the NC3
-    cosines, through z.w = c.w + a.w and |z|^2 = |c|^2 + 2 c.a + |a|^2.
+    cosines, through ``z.w = c.w + a.w`` and ``|z|^2 = |c|^2 + 2 c.a + |a|^2``.
     """
     Z, y, K = check_features_labels(features, labels, num_classes)
     if Z.dtype not in (torch.float32, torch.float64):
@@ -544,9 +544,9 @@ def class_mean_cosines(features: ArrayLike, labels: ArrayLike, num_classes: int 
 
 
 def cosine_bound(kappa: ArrayLike) -> np.ndarray:
-    """Wielandt's inequality: the columns of a matrix of condition number κ have every pairwise |cosine| at most
-    (κ² - 1)/(κ² + 1) (Horn & Johnson, Thm 7.4.34), so NC2 = κ -> 1 (Jacot et al.) bounds the class means' Gram
-    matrix of cosines towards the identity; NaN stays NaN, κ = inf gives 1."""
+    """Wielandt's inequality: the columns of a matrix of condition number κ have every pairwise cosine at most
+    (κ² - 1)/(κ² + 1) in absolute value (Horn & Johnson, Thm 7.4.34), so NC2 = κ -> 1 (Jacot et al.) bounds the
+    class means' Gram matrix of cosines towards the identity; NaN stays NaN, κ = inf gives 1."""
     k2 = np.asarray(kappa, dtype=np.float64) ** 2
     with np.errstate(invalid="ignore"):
         return np.where(np.isinf(k2), 1.0, (k2 - 1) / (k2 + 1))
@@ -585,7 +585,8 @@ def nc2_etf_distance(features: ClassStats | ArrayLike, labels: ArrayLike | None 
 
 
 def nc2_orthogonal_frame_distance(features: ClassStats | ArrayLike, labels: ArrayLike | None = None) -> float:
-    """|| M^T M / ||M^T M||_F - I/sqrt(K) ||_F for the uncentred means M (Tirer et al. Thm 2.2's orthogonal frame)."""
+    """|| M^T M / ||M^T M||_F - I/sqrt(K) ||_F for the uncentred means M (the orthogonal frame of Tirer et al.'s Thm
+    2.2)."""
     s = _stats(features, labels)
     _check_dims(s.dim, s.num_classes, "nc2_orthogonal_frame_distance (K orthogonal vectors need K dimensions)")
     Mq = s.basis.T @ s.means.T

@@ -42,7 +42,7 @@ class UFM:
 
     @property
     def c(self) -> float:
-        """c = lam_H lam_W: collapse when c < 1, the trivial minimiser when c >= 1 (Theorem 2.2)."""
+        """c = lam_H lam_W: collapse when c < 1, the trivial minimiser when c >= 1 (Tirer et al.'s Theorem 2.2)."""
         return self.lam_H * self.lam_W
 
     @property
@@ -100,7 +100,7 @@ def objective(W: np.ndarray, H: np.ndarray, p: UFM, H0: np.ndarray | None = None
 
 
 def collapse_norms(p: UFM) -> tuple[float, float]:
-    """(rho, ||w_k||^2) of Theorem 2.2: ||h_k||^2 = rho = sqrt(lam_W/lam_H)(1 - sqrt c) and
+    """(rho, ||w_k||^2) of Tirer et al.'s Theorem 2.2: ||h_k||^2 = rho = sqrt(lam_W/lam_H)(1 - sqrt c) and
     ||w_k||^2 = sqrt(lam_H/lam_W)(1 - sqrt c) when c < 1; (0, 0) when c >= 1."""
     if p.lam_H == 0:
         raise ValueError("Theorem 2.2 needs lam_H > 0 (with lam_H = 0 the infimum is not attained)")
@@ -111,7 +111,7 @@ def collapse_norms(p: UFM) -> tuple[float, float]:
 
 
 def minimum_value(p: UFM) -> float:
-    """Minimum of eq. (1): sqrt(c) - c/2 when c < 1, else 1/2 (Theorem 2.2)."""
+    """Minimum of eq. (1): sqrt(c) - c/2 when c < 1, else 1/2 (Tirer et al.'s Theorem 2.2)."""
     return float(np.sqrt(p.c) - p.c / 2) if p.c < 1 else 0.5
 
 
@@ -255,7 +255,7 @@ class _TooLong(Exception):
 
 def flow(H0: np.ndarray, p: UFM, t_end: float, num: int = 200, rtol: float = 1e-10) -> dict[str, np.ndarray]:
     """The gradient flow dH/dt = -Kn grad L(H) of eq. (4) from H0, with gNC1, e^{2 lam_H t} tr Sigma_W and
-    e^{2 lam_H t} tr Sigma_B at ``num`` times (Theorem 4.1).
+    e^{2 lam_H t} tr Sigma_B at ``num`` times (Tirer et al.'s Theorem 4.1).
 
     Integrated (scipy's adaptive DOP853) in the variables of chapter 3's lemma: the class means M (d x K) and the
     rescaled within-class part G = e^{lam_H t} H_w, which obey
@@ -311,14 +311,15 @@ def flow(H0: np.ndarray, p: UFM, t_end: float, num: int = 200, rtol: float = 1e-
 
 def beta_threshold_nc1(p: UFM) -> float:
     """beta* = max(0, 1/(2 lam_W) - lam_H): for beta >= beta*, gNC1(H) <= gNC1(H0) at every stationary point H of
-    eq. (2) (chapter 3's explicit form of Corollary 4.2: within-class parts shrink by at least beta/(beta + lam_H),
+    eq. (2) (chapter 3's explicit form of Tirer et al.'s Corollary 4.2: within-class parts shrink by at least
+    beta/(beta + lam_H),
     centred means by at most that)."""
     return max(0.0, 1 / (2 * p.lam_W) - p.lam_H)
 
 
 def layerwise(H0: np.ndarray, p: UFM, depth: int) -> list[np.ndarray]:
     """H_0, H_1, ..., H_depth with H_{l+1} the minimiser of eq. (2) for the input H_l: one layer added at a time
-    on top of fixed ones (Sec. 4 after Corollary 4.2; the layer-wise training of Sec. 6)."""
+    on top of fixed ones (Tirer et al., Sec. 4, after their Corollary 4.2; the layer-wise training of Sec. 6)."""
     if depth < 0:
         raise ValueError(f"depth is a number of layers, >= 0; got {depth}")
     Hs = [check_features(H0, p, "H0")]
@@ -363,7 +364,8 @@ def exact_map_jacobian(H_hat: np.ndarray, p: UFM) -> np.ndarray:
 
 
 def first_order_map(H_hat: np.ndarray, p: UFM) -> np.ndarray:
-    """F = I - (1/beta) Kn hess L(H_hat) of Theorem 5.1 / C.1 (vec(dH) ~ F vec(dH0), error O(beta^-2))."""
+    """F = I - (1/beta) Kn hess L(H_hat) of Tirer et al.'s Theorem 5.1 / C.1 (vec(dH) ~ F vec(dH0), error
+    O(beta^-2))."""
     J = central_path_hessian(H_hat, p)
     return np.eye(len(J)) - J / p.beta
 
@@ -376,12 +378,13 @@ def block(F: np.ndarray, p: UFM, k: int, k2: int) -> np.ndarray:
 
 def mean_curvature(p: UFM) -> float:
     """g = 2 lam_H (1 - sqrt c): the scale of Kn hess L on the class-mean directions at a collapsed input
-    (Theorem 5.2; chapter 4's proof of the block spectrum)."""
+    (Tirer et al.'s Theorem 5.2; chapter 4's proof of the block spectrum)."""
     return 2 * p.lam_H * (1 - np.sqrt(p.c))
 
 
 def intra_block_spectrum(p: UFM) -> dict[str, tuple[float, int]]:
-    """Every eigenvalue of the intra-class block F_kk at a collapsed H0 (Theorem 5.2 and App. D), with its
+    """Every eigenvalue of the intra-class block F_kk at a collapsed H0 (Tirer et al.'s Theorem 5.2 and App. D), with
+    its
     multiplicity and the directions it belongs to (s_j: an orthonormal basis of R^n with s_1 = 1_n/sqrt(n);
     r_i: of R^d with r_1..r_K the directions of the collapsed means). F_kk is symmetric, so for beta large
     enough that all are positive these are its singular values."""
@@ -401,7 +404,7 @@ def intra_block_spectrum(p: UFM) -> dict[str, tuple[float, int]]:
 
 def inter_block_singular_value(p: UFM) -> float:
     """The one non-zero singular value of an inter-class block F_kk' (k != k'): 2 lam_H (1 - sqrt c) / beta
-    (Theorem 5.2)."""
+    (Tirer et al.'s Theorem 5.2)."""
     if not 0 < p.c < 1 or not p.beta > 0:
         raise ValueError("Theorem 5.2 needs 0 < lam_H lam_W < 1 and beta > 0")
     return mean_curvature(p) / p.beta
@@ -421,7 +424,8 @@ def exact_intra_block_spectrum(p: UFM) -> dict[str, tuple[float, int]]:
 
 def exact_inter_block_singular_value(p: UFM) -> float:
     """The one non-zero singular value of an inter-class block E_kk' of the exact Jacobian of H0 -> H at a collapsed
-    H0: g / (beta + 2g), g = 2 lam_H (1 - sqrt c); to first order in 1/beta, Theorem 5.2's g / beta."""
+    H0: g / (beta + 2g), g = 2 lam_H (1 - sqrt c); to first order in 1/beta, the g / beta of Tirer et al.'s Theorem
+    5.2."""
     inter_block_singular_value(p)                    # validates p
     g = mean_curvature(p)
     return g / (p.beta + 2 * g)
