@@ -742,6 +742,131 @@ def negativity(preactivations: ArrayLike) -> float:
 
 
 # ----------------------------------------------------------------------------------------------------------------
+# the peers' metrics: CDNV, Papyan et al.'s NC2 statistics, coherence, NC4 (one-shot, or from streamed ClassStats)
+
+
+def _pairs(K: int) -> tuple[torch.Tensor, torch.Tensor]:
+    return tuple(torch.triu_indices(K, K, 1))
+
+
+def _centred_mean_cosines(s: ClassStats, kind: GlobalMean) -> torch.Tensor:
+    """cos(mu_c - mu_G, mu_c' - mu_G) over the pairs c < c' (K(K-1)/2 values)."""
+    C = s.means - global_mean(s.means, s.counts, kind)
+    norms = torch.linalg.vector_norm(C, dim=1)
+    if bool((norms == 0).any()):
+        raise ValueError("a centred class mean is zero, so its angles are undefined")
+    i, j = _pairs(s.num_classes)
+    return (C[i] * C[j]).sum(1) / (norms[i] * norms[j])
+
+
+def cdnv(features: ClassStats | ArrayLike, labels: ArrayLike | None = None) -> float:
+    """Class-distance normalised variance (Galanti, György & Hutter 2022, Def. 1), averaged over the pairs c < c':
+    (Var_c + Var_c') / (2 ||mu_c - mu_c'||^2), with Var_c = (1/n_c) sum_i ||z_ci - mu_c||^2; 0 under NC1."""
+    s = _stats(features, labels)
+    var = s.scatter_trace / s.counts.to(torch.float64)
+    i, j = _pairs(s.num_classes)
+    dist2 = (s.means[i] - s.means[j]).pow(2).sum(1)
+    if bool((dist2 == 0).any()):
+        raise ValueError("two class means coincide, so their CDNV is infinite")
+    return float(((var[i] + var[j]) / (2 * dist2)).mean())
+
+
+def equinorm(features: ClassStats | ArrayLike, labels: ArrayLike | None = None,
+             global_mean: GlobalMean = "samples") -> float:
+    """Coefficient of variation std / mean of the norms ||mu_c - mu_G|| (Papyan, Han & Donoho 2020, Fig. 2; std
+    with K - 1 in the denominator, as their code's torch.std): 0 when the centred means have equal norms (NC2)."""
+    s = _stats(features, labels)
+    n = torch.linalg.vector_norm(s.means - _global(s, global_mean), dim=1)
+    return float(n.std() / n.mean())
+
+
+def classifier_equinorm(W: ArrayLike) -> float:
+    """Coefficient of variation std / mean of the row norms ||W_c:|| of a classifier (Papyan et al. 2020, Fig. 2)."""
+    W = _as_tensor(W, "W").to(torch.float64)
+    if W.ndim != 2 or W.shape[0] < 2:
+        raise ValueError(f"classifier W must be K x d with K >= 2, got shape {tuple(W.shape)}")
+    n = torch.linalg.vector_norm(W, dim=1)
+    return float(n.std() / n.mean())
+
+
+def equiangularity(features: ClassStats | ArrayLike, labels: ArrayLike | None = None,
+                   global_mean: GlobalMean = "samples") -> float:
+    """Standard deviation (K(K-1)/2 - 1 in the denominator) of the cosines between centred class means over the
+    pairs c < c' (Papyan et al. 2020, Fig. 3): 0 when the means are equiangular."""
+    return float(_centred_mean_cosines(_stats(features, labels), global_mean).std())
+
+
+def max_angle_deviation(features: ClassStats | ArrayLike, labels: ArrayLike | None = None,
+                        global_mean: GlobalMean = "samples") -> float:
+    """Mean over the pairs c < c' of |cos(mu_c - mu_G, mu_c' - mu_G) + 1/(K-1)| (Papyan et al. 2020, Fig. 4):
+    0 when the centred means are as far apart as K vectors can be, the simplex ETF's cosine -1/(K-1)."""
+    s = _stats(features, labels)
+    return float((_centred_mean_cosines(s, global_mean) + 1 / (s.num_classes - 1)).abs().mean())
+
+
+def coherence(features: ClassStats | ArrayLike, labels: ArrayLike | None = None,
+              global_mean: GlobalMean = "samples") -> float:
+    """Coherence of the centred class means, max over c != c' of |cos(mu_c - mu_G, mu_c' - mu_G)|: at least
+    1/(K-1) for K vectors spanning at most K - 1 dimensions (Welch 1974; Strohmer & Heath 2003), with equality
+    exactly at an equiangular tight frame, the simplex ETF of NC2."""
+    return float(_centred_mean_cosines(_stats(features, labels), global_mean).abs().max())
+
+
+def _global(s: ClassStats, kind: GlobalMean) -> torch.Tensor:
+    return global_mean(s.means, s.counts, kind)
+
+
+def ncc_predictions(features: ArrayLike, means: ArrayLike) -> torch.Tensor:
+    """The nearest-class-mean rule argmin_c ||z - mu_c|| for every row of ``features`` (float64, in row blocks)."""
+    Z, M = _as_tensor(features, "features"), _as_tensor(means, "means").to(torch.float64)
+    if Z.ndim != 2 or M.ndim != 2 or Z.shape[1] != M.shape[1]:
+        raise ValueError(f"features (N, d) and means (K, d) must share d, got {tuple(Z.shape)} and {tuple(M.shape)}")
+    if not (bool(torch.isfinite(M).all()) and bool(torch.isfinite(Z).all())):
+        raise ValueError("features or means contain NaN or inf")
+    M = M.to(Z.device)
+    rows = max(1, CHUNK_ELEMENTS // max(Z.shape[1], 1))
+    out = [(Z[a:a + rows].to(torch.float64).unsqueeze(1) - M).pow(2).sum(2).argmin(1)
+           for a in range(0, Z.shape[0], rows)]
+    return torch.cat(out) if out else torch.zeros(0, dtype=torch.long, device=Z.device)
+
+
+def nc4_ncc_agreement(features: ArrayLike, predictions: ArrayLike, means: ArrayLike) -> float:
+    """NC4 (Papyan et al. 2020, Fig. 7): the fraction of samples on which the network's decision equals the
+    nearest-class-mean rule's, with ``means`` from the training features (``class_means`` or ``ClassStats.means``),
+    on training or held-out ``features``; Papyan et al. plot the mismatch, 1 minus this."""
+    p = _as_tensor(predictions, "predictions").flatten()
+    ncc = ncc_predictions(features, means)
+    if p.shape[0] != ncc.shape[0]:
+        raise ValueError(f"{p.shape[0]} predictions for {ncc.shape[0]} feature rows")
+    if ncc.numel() == 0:
+        raise ValueError("no samples: NC4 is undefined")
+    return float((ncc == p.to(ncc.device)).double().mean())
+
+
+class StreamingNCCAgreement:
+    """:func:`nc4_ncc_agreement` over batches, for means fixed beforehand (e.g. the training set's, from a first
+    streamed pass): ``update(features, predictions)`` per batch, ``value()`` at the end."""
+
+    def __init__(self, means: ArrayLike):
+        self.means = _as_tensor(means, "means").to(torch.float64)
+        self.agree, self.total = 0, 0
+
+    def update(self, features: ArrayLike, predictions: ArrayLike) -> StreamingNCCAgreement:
+        p = _as_tensor(predictions, "predictions").flatten()
+        ncc = ncc_predictions(features, self.means)
+        if p.shape[0] != ncc.shape[0]:
+            raise ValueError(f"{p.shape[0]} predictions for {ncc.shape[0]} feature rows")
+        self.agree += int((ncc == p.to(ncc.device)).sum())
+        self.total += int(ncc.numel())
+        return self
+
+    def value(self) -> float:
+        if self.total == 0:
+            raise ValueError("no samples were added: NC4 is undefined")
+        return self.agree / self.total
+
+
+# ----------------------------------------------------------------------------------------------------------------
 # everything at once
 
 

@@ -115,3 +115,33 @@ def balancedness(W2, W1):
 def negativity(Z):
     Z = np.asarray(Z, dtype=np.float64)
     return np.linalg.norm(Z - np.maximum(Z, 0), 2) / np.linalg.norm(Z, 2)
+
+
+def cdnv(Z, y, K):
+    """Galanti et al.'s CDNV averaged over pairs, by loops."""
+    M, _ = means_counts(Z, y, K)
+    Z = np.asarray(Z, dtype=np.float64)
+    var = [np.mean([np.sum((z - M[c]) ** 2) for z in Z[y == c]]) for c in range(K)]
+    vals = [(var[a] + var[b]) / (2 * np.sum((M[a] - M[b]) ** 2)) for a in range(K) for b in range(a + 1, K)]
+    return float(np.mean(vals))
+
+
+def centred_cosines(Z, y, K):
+    """Cosines between centred class means (sample-weighted global mean), over pairs a < b."""
+    M, n = means_counts(Z, y, K)
+    C = M - (n[:, None] * M).sum(0) / n.sum()
+    C = C / np.linalg.norm(C, axis=1, keepdims=True)
+    return np.array([C[a] @ C[b] for a in range(K) for b in range(a + 1, K)])
+
+
+def equinorm(Z, y, K):
+    M, n = means_counts(Z, y, K)
+    norms = np.linalg.norm(M - (n[:, None] * M).sum(0) / n.sum(), axis=1)
+    return float(np.std(norms, ddof=1) / np.mean(norms))
+
+
+def ncc_agreement(Z, preds, M):
+    """Fraction of rows whose nearest class mean (Euclidean) is the given prediction."""
+    Z = np.asarray(Z, dtype=np.float64)
+    nearest = [int(np.argmin([np.sum((z - m) ** 2) for m in M])) for z in Z]
+    return float(np.mean(np.array(nearest) == np.asarray(preds)))

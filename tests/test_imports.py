@@ -9,7 +9,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "ncbook"
 FLOORS = [
     {"cache", "codehash", "data", "metrics", "nets"},          # ground: import nothing from the package
-    {"train", "ufm"},
+    {"train", "ufm", "hooks"},
     {"bounds"},
     {"stability"},
     {"experiments", "reproduce"},                             # the code that produces results

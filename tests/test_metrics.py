@@ -350,3 +350,63 @@ def test_cosine_bound_is_wielandts_and_tight():
     s = np.linalg.svd(M, compute_uv=False)
     assert m.cosine_bound(s[0] / s[1]) == pytest.approx(c, rel=1e-12)
     assert m.cosine_bound(np.inf) == 1.0 and m.cosine_bound(1.0) == 0.0
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the peers' metrics: CDNV, equinorm, equiangularity, maximal-angle deviation, coherence, NC4
+
+
+@pytest.mark.parametrize("seed,sizes", [(0, None), (1, [3, 3, 3, 3]), (2, [2, 9, 4, 6])])
+def test_peer_metrics_equal_their_textbook_formulas_one_shot_and_streamed(seed, sizes):
+    Z, y, W = random_problem(seed, sizes=sizes)
+    K = 4
+    cos = naive.centred_cosines(Z, y, K)
+    expected = {"cdnv": naive.cdnv(Z, y, K), "equinorm": naive.equinorm(Z, y, K),
+                "equiangularity": float(np.std(cos, ddof=1)), "coherence": float(np.abs(cos).max()),
+                "max_angle_deviation": float(np.mean(np.abs(cos + 1 / (K - 1))))}
+    streamed = m.StreamingClassStats(K, Z.shape[1])
+    for a in range(0, len(y), 5):
+        streamed.update(Z[a:a + 5], y[a:a + 5])
+    for stats in (m.class_stats(Z, y), streamed.finalize()):
+        for name, value in expected.items():
+            assert getattr(m, name)(stats) == pytest.approx(value, rel=1e-10), name
+    norms = np.linalg.norm(W, axis=1)
+    assert m.classifier_equinorm(W) == pytest.approx(np.std(norms, ddof=1) / norms.mean(), rel=1e-12)
+    means = naive.means_counts(Z, y, K)[0]
+    preds = np.random.default_rng(seed).integers(0, K, len(y))
+    preds[::2] = y[::2]
+    assert m.nc4_ncc_agreement(Z, preds, means) == pytest.approx(naive.ncc_agreement(Z, preds, means), abs=0)
+    acc = m.StreamingNCCAgreement(means)
+    for a in range(0, len(y), 7):
+        acc.update(Z[a:a + 7], preds[a:a + 7])
+    assert acc.value() == naive.ncc_agreement(Z, preds, means)
+
+
+@pytest.mark.parametrize("K,d", [(3, 3), (4, 10), (10, 12)])
+def test_peer_metrics_at_exact_collapse_and_the_welch_bound(K, d):
+    """At a collapsed simplex ETF every one of them is at its ideal value; coherence is then exactly the Welch bound
+    1/(K-1), which no other K centred means reach; NC4 agrees on every sample, held-out ones too."""
+    Z, y, means = collapsed(K, d, "etf")
+    assert m.cdnv(Z, y) == pytest.approx(0, abs=1e-14)
+    assert m.equinorm(Z, y) == pytest.approx(0, abs=1e-12)
+    assert m.equiangularity(Z, y) == pytest.approx(0, abs=1e-12)
+    assert m.max_angle_deviation(Z, y) == pytest.approx(0, abs=1e-12)
+    assert m.coherence(Z, y) == pytest.approx(1 / (K - 1), rel=1e-12)
+    Zr, yr, _ = random_problem(K, K=K, d=d)
+    assert m.coherence(Zr, yr) > 1 / (K - 1) + 1e-3
+    held_out = means[y] + 0.01 * np.random.default_rng(1).normal(size=Z.shape)
+    assert m.nc4_ncc_agreement(held_out, y, m.class_means(Z, y)) == 1.0
+
+
+def test_peer_metrics_refuse_what_they_cannot_measure():
+    Z, y, _ = random_problem(0)
+    with pytest.raises(ValueError, match="coincide"):
+        m.cdnv(np.vstack([Z, Z]), np.repeat([0, 1], len(y)))          # two classes, one mean
+    with pytest.raises(ValueError, match="share d"):
+        m.nc4_ncc_agreement(Z, y, np.zeros((4, 3)))
+    with pytest.raises(ValueError, match="predictions for"):
+        m.nc4_ncc_agreement(Z, y[:-1], m.class_means(Z, y))
+    with pytest.raises(ValueError, match="no samples were added"):
+        m.StreamingNCCAgreement(m.class_means(Z, y)).value()
+    with pytest.raises(ValueError, match="K >= 2"):
+        m.classifier_equinorm(np.ones((1, 3)))
