@@ -24,21 +24,29 @@ MATCH = 2.0
 """A scale matches the paper in a quantity when the two agree within this factor (issue 33)."""
 
 
+def num_classes(cfg) -> int:
+    """Classes an experiment trains on: its ``digits`` where it picks some (the first picture), else 10."""
+    return len(getattr(cfg, "digits", ())) or 10
+
+
 def num_samples(cfg) -> int:
-    """Training samples of an experiment's configuration: 10 classes x ``per_class``, else the whole data set."""
+    """Training samples of an experiment's configuration: its classes x ``per_class``, else the whole data set."""
     per_class = getattr(cfg, "per_class", None)
-    return 10 * per_class if per_class else DATASET_SIZES[getattr(cfg, "dataset", "digits")]
+    return num_classes(cfg) * per_class if per_class else DATASET_SIZES[getattr(cfg, "dataset", "digits")]
 
 
 def samples_per_class(cfg) -> int:
-    """Training samples per class (10 balanced classes; the digits set is nearly balanced)."""
-    return num_samples(cfg) // 10
+    """Training samples per class (balanced classes; the digits set is nearly balanced)."""
+    return num_samples(cfg) // num_classes(cfg)
 
 
 def num_steps(cfg) -> int:
-    """SGD steps of one run: ``steps``, or ``epochs`` shuffled passes of ceil(n / batch) minibatches."""
+    """SGD steps of one run: ``steps`` (the last of ``checkpoints``), or ``epochs`` shuffled passes of ceil(n / batch)
+    minibatches."""
     if hasattr(cfg, "steps"):
         return cfg.steps
+    if hasattr(cfg, "checkpoints"):
+        return cfg.checkpoints[-1]
     return cfg.epochs * math.ceil(num_samples(cfg) / cfg.batch_size)
 
 
