@@ -798,7 +798,7 @@ def equiangularity(features: ClassStats | ArrayLike, labels: ArrayLike | None = 
 
 def max_angle_deviation(features: ClassStats | ArrayLike, labels: ArrayLike | None = None,
                         global_mean: GlobalMean = "samples") -> float:
-    """Mean over the pairs c < c' of |cos(mu_c - mu_G, mu_c' - mu_G) + 1/(K-1)| (Papyan et al. 2020, Fig. 4):
+    """Mean over the pairs c < c' of ``|cos(mu_c - mu_G, mu_c' - mu_G) + 1/(K-1)|`` (Papyan et al. 2020, Fig. 4):
     0 when the centred means are as far apart as K vectors can be, the simplex ETF's cosine -1/(K-1)."""
     s = _stats(features, labels)
     return float((_centred_mean_cosines(s, global_mean) + 1 / (s.num_classes - 1)).abs().mean())
@@ -806,7 +806,7 @@ def max_angle_deviation(features: ClassStats | ArrayLike, labels: ArrayLike | No
 
 def coherence(features: ClassStats | ArrayLike, labels: ArrayLike | None = None,
               global_mean: GlobalMean = "samples") -> float:
-    """Coherence of the centred class means, max over c != c' of |cos(mu_c - mu_G, mu_c' - mu_G)|: at least
+    """Coherence of the centred class means, max over c != c' of ``|cos(mu_c - mu_G, mu_c' - mu_G)|``: at least
     1/(K-1) for K vectors spanning at most K - 1 dimensions (Welch 1974; Strohmer & Heath 2003), with equality
     exactly at an equiangular tight frame, the simplex ETF of NC2."""
     return float(_centred_mean_cosines(_stats(features, labels), global_mean).abs().max())
