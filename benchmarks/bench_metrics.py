@@ -6,6 +6,8 @@ All timings are taken side by side in one run and reported as ratios:
 (a) the naive float64 implementation (d x d covariances with per-class loops, d x d pseudo-inverse) over ncbook;
 (b) ncbook's full metric suite over one pass that computes the class means;
 (c) streaming, batches of 1,000: ncbook's two-pass ``streamed_class_stats`` and one-pass ``StreamingClassStats``
+(target: at most 1.5 Grams, at most 1e-6 relative error), and (d) the peers' metrics (CDNV, equinorm,
+equiangularity, coherence from the class statistics; NC4's nearest-class-mean pass)
     against a two-pass accumulator of the usual kind (class means, then a d x d float64 within-class scatter),
     written here, and against one float32 Gram X^T X; and the one-shot ``class_stats`` against the class-means pass
     (the ratio within each of many interleaved rounds: median and range) and against one skinny BLAS product
@@ -129,8 +131,17 @@ def main() -> None:
     t["one-shot ncbook"], t["product Z Q (d x K)"] = float(oneshot["one-shot"].min()), float(oneshot["product"].min())
     exact = metrics.class_stats(Zt.double(), yt, a.k)
     streamed = metrics.streamed_class_stats(batches, a.k)
-    rel = max(abs(f(streamed) - f(exact)) / abs(f(exact)) for f in (metrics.nc1_pinv, metrics.nc1_trace_ratio,
-                                                                     metrics.nc2_etf_distance))
+    onepass = one_pass(batches, a.k, a.d)
+    checked = (metrics.nc1_pinv, metrics.nc1_trace_ratio, metrics.nc2_etf_distance, metrics.cdnv, metrics.equinorm,
+               metrics.equiangularity, metrics.coherence)
+
+    def worst(stats):
+        return max(abs(f(stats) - f(exact)) / abs(f(exact)) for f in checked)
+
+    rel, rel_one = worst(streamed), worst(onepass)
+    peers = timings({"gram": lambda: Zt.T @ Zt, "stats": lambda: metrics.class_stats(Zt, yt),
+                     "peers": lambda: [f(exact) for f in checked[3:]],
+                     "nc4": lambda: metrics.nc4_ncc_agreement(Zt, yt, exact.means)}, a.repeats)
     print("\nstreaming over batches of 1000 (float32):")
     for name, v in t.items():
         print(f"  {name:22s} {v * 1e3:9.1f} ms")
@@ -143,8 +154,16 @@ def main() -> None:
     print(f"      the same, paired in each round           {paired(oneshot, 'one-shot', 'means')}   (target <= 3)")
     print(f"      one skinny product Z Q (MKL) / means     {paired(oneshot, 'product', 'means')}   (what a BLAS takes "
           "for the projection alone, without the shift)")
-    print(f"      ncbook one-pass (mergeable) / Gram        {t['one-pass ncbook'] / t['gram']:6.1f} x")
-    print(f"      largest relative difference of NC1, gNC1, NC2 from float64: {rel:.1e}   (target <= 1e-6)")
+    print(f"      ncbook one-pass (mergeable) / Gram        {t['one-pass ncbook'] / t['gram']:6.2f} x   (target <= 1.5)")
+    print(f"      largest relative difference from float64 of NC1, gNC1, NC2, CDNV, equinorm, equiangularity, "
+          f"coherence: two-pass {rel:.1e}, one-pass {rel_one:.1e}   (target <= 1e-6)")
+    g = float(peers["gram"].min())
+    print("\nthe peers' metrics, from the class statistics (one-shot, float32 input), against one float32 Gram:")
+    print(f"  class_stats (the pass every metric reads)       {float(peers['stats'].min()) / g:6.3f} Gram")
+    print(f"  CDNV, equinorm, equiangularity, coherence       {float(peers['peers'].min()) / g:6.3f} Gram   (no pass "
+          "over the features)")
+    print(f"  NC4 (nearest class mean of every sample)        {float(peers['nc4'].min()) / g:6.3f} Gram   (one more "
+          "pass)")
 
 
 if __name__ == "__main__":

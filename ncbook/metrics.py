@@ -390,12 +390,23 @@ def streamed_class_stats(batches: Iterable[tuple[ArrayLike, ArrayLike]], num_cla
     return ClassStats(counts, means, Q, scatter_q, trace, None if W is None else cos_sum)
 
 
+FLUSH_BATCHES = 8
+"""StreamingClassStats keeps the shifted rows of up to this many batches and then takes one product per class over
+all of them: a product with 8 times the rows runs nearer the machine's peak, and the float64 additions (K d^2 each)
+cost an eighth. The rows kept are at most this many batches of features."""
+
+
 class StreamingClassStats:
     """Class statistics accumulated over batches (``update``) or shards (``merge``); ``finalize()`` -> ClassStats.
 
-    Per class it keeps the count, the running mean and the full within-class scatter (Chan et al. 1979 pairwise
-    update), so memory is ``K d^2`` float64 numbers: 21 MB for K=10, d=512. If a classifier ``W`` (K x d) is given,
-    the sum of cosines for :func:`nc3_cosine` is accumulated too.
+    Per class it keeps the count and, about a fixed shift a_c (the class's mean in the first batch that holds it),
+    the sum of z - a_c and the scatter sum (z - a_c)(z - a_c)^T, so memory is ``K d^2`` float64 numbers (21 MB for
+    K=10, d=512). A batch's products are taken in its own precision (float32 input: float32 products of the shifted
+    features, which are small where the classes are tight, one product per class over FLUSH_BATCHES batches) and
+    added in float64; the
+    scatter about the mean is sum - n (m - a)(m - a)^T at the end. Shards with different shifts merge exactly
+    (the scatter moved to the other shift). If a classifier ``W`` (K x d) is given, the sum of cosines for
+    :func:`nc3_cosine` is accumulated too.
     """
 
     def __init__(self, num_classes: int, dim: int, device: torch.device | str = "cpu",
@@ -404,8 +415,11 @@ class StreamingClassStats:
             raise ValueError(f"neural-collapse metrics need at least 2 classes, got num_classes={num_classes}")
         self.num_classes, self.dim, self.device = num_classes, dim, torch.device(device)
         self.counts = torch.zeros(num_classes, dtype=torch.long, device=self.device)
-        self.means = torch.zeros(num_classes, dim, dtype=torch.float64, device=self.device)
+        self.shift = torch.zeros(num_classes, dim, dtype=torch.float64, device=self.device)
+        self.sums = torch.zeros(num_classes, dim, dtype=torch.float64, device=self.device)
         self.scatter = torch.zeros(num_classes, dim, dim, dtype=torch.float64, device=self.device)
+        self._rows: list[list[torch.Tensor]] = [[] for _ in range(num_classes)]   # shifted rows not yet in scatter
+        self._pending_batches = 0
         self.classifier = None if classifier is None else _check_classifier(classifier, num_classes, dim)
         self.cos_sum = torch.zeros((), dtype=torch.float64, device=self.device)
 
@@ -414,37 +428,56 @@ class StreamingClassStats:
         Z, y = check_batch(features, labels, self.num_classes, self.dim)
         if y.numel() == 0:
             return self
-        y = y.to(self.device)
-        Z = Z.to(device=self.device, dtype=torch.float64)
-        other = StreamingClassStats(self.num_classes, self.dim, self.device)
-        other.counts = torch.bincount(y, minlength=self.num_classes)
-        nz = other.counts.clamp(min=1).to(torch.float64).unsqueeze(1)
-        other.means = torch.zeros_like(self.means).index_add_(0, y, Z) / nz
-        C = Z - other.means[y]
-        for c in torch.unique(y).tolist():
-            Cc = C[y == c]
-            other.scatter[c] = Cc.T @ Cc
+        y, Z = y.to(self.device), Z.to(self.device)
+        work = torch.float64 if Z.dtype == torch.float64 else torch.float32
+        counts = torch.bincount(y, minlength=self.num_classes)
+        fresh = (self.counts == 0) & (counts > 0)
+        if bool(fresh.any()):                              # first samples of a class: its shift is their mean, in
+            sums = torch.zeros_like(self.sums).index_add_(0, y, Z.to(torch.float64))  # the batch's precision
+            self.shift[fresh] = (sums / counts.clamp(min=1).unsqueeze(1))[fresh].to(work).to(torch.float64)
+        order = torch.argsort(y, stable=True)
+        ys = y[order]
+        D = Z.index_select(0, order).to(work)             # the shift is representable: one rounding
+        D.sub_(self.shift.to(work).index_select(0, ys))
+        self.sums += torch.zeros(self.sums.shape, dtype=work, device=self.device).index_add_(0, ys, D).to(torch.float64)
+        for c, block in zip(range(self.num_classes), torch.split(D, counts.tolist())):
+            if block.shape[0]:
+                self._rows[c].append(block)
+        self._pending_batches += 1
+        if self._pending_batches >= FLUSH_BATCHES:
+            self._flush()
         if self.classifier is not None:
             self.cos_sum += _cosines(Z, y, self.classifier).sum()
-        return self._merge_moments(other)
+        self.counts += counts
+        return self
+
+    def _flush(self) -> None:
+        """Add the scatter of the rows kept since the last flush, one product per class in their precision, to the
+        float64 scatter."""
+        for c, rows in enumerate(self._rows):
+            if rows:
+                B = torch.cat(rows) if len(rows) > 1 else rows[0]
+                self.scatter[c] += (B.T @ B).to(torch.float64)
+                rows.clear()
+        self._pending_batches = 0
 
     def merge(self, other: StreamingClassStats) -> StreamingClassStats:
         """Combine with statistics accumulated elsewhere (another shard, process or device)."""
         if (other.num_classes, other.dim) != (self.num_classes, self.dim):
             raise ValueError(f"cannot merge stats of shape (K={other.num_classes}, d={other.dim}) into "
                              f"(K={self.num_classes}, d={self.dim})")
+        self._flush()
+        other._flush()
+        shift, sums = other.shift.to(self.device), other.sums.to(self.device)
+        fresh = self.counts == 0
+        self.shift[fresh] = shift[fresh]
+        delta = shift - self.shift                          # other's scatter about its shift b, moved to ours a
+        n = other.counts.to(device=self.device, dtype=torch.float64)[:, None, None]
+        self.scatter += (other.scatter.to(self.device) + sums.unsqueeze(2) * delta.unsqueeze(1)
+                         + delta.unsqueeze(2) * sums.unsqueeze(1) + n * delta.unsqueeze(2) * delta.unsqueeze(1))
+        self.sums += sums + n[:, :, 0] * delta
+        self.counts += other.counts.to(self.device)
         self.cos_sum += other.cos_sum.to(self.device)
-        return self._merge_moments(other)
-
-    def _merge_moments(self, other: StreamingClassStats) -> StreamingClassStats:
-        na = self.counts.to(torch.float64)
-        nb = other.counts.to(device=self.device, dtype=torch.float64)
-        n = (na + nb).clamp(min=1)
-        delta = other.means.to(self.device) - self.means
-        self.means = self.means + delta * (nb / n).unsqueeze(1)
-        self.scatter = (self.scatter + other.scatter.to(self.device)
-                        + (na * nb / n)[:, None, None] * delta.unsqueeze(2) * delta.unsqueeze(1))
-        self.counts = self.counts + other.counts.to(self.device)
         return self
 
     def finalize(self) -> ClassStats:
@@ -452,10 +485,15 @@ class StreamingClassStats:
         if bool((self.counts == 0).any()):
             empty = torch.nonzero(self.counts == 0).flatten().tolist()
             raise ValueError(f"class(es) {empty} received no samples")
-        Q = mean_basis(self.means)
-        scatter_q = Q.T.unsqueeze(0) @ self.scatter @ Q.unsqueeze(0)
-        trace = torch.diagonal(self.scatter, dim1=1, dim2=2).sum(1)
-        return ClassStats(self.counts.clone(), self.means.clone(), Q, scatter_q, trace)
+        self._flush()
+        n = self.counts.to(torch.float64).unsqueeze(1)
+        offset = self.sums / n                              # m_c - a_c
+        means = self.shift + offset
+        scatter = self.scatter - n.unsqueeze(2) * offset.unsqueeze(2) * offset.unsqueeze(1)
+        Q = mean_basis(means)
+        scatter_q = Q.T.unsqueeze(0) @ scatter @ Q.unsqueeze(0)
+        trace = torch.diagonal(scatter, dim1=1, dim2=2).sum(1)
+        return ClassStats(self.counts.clone(), means, Q, scatter_q, trace)
 
     def nc3_cosine(self) -> float:
         """Streaming value of :func:`nc3_cosine` (needs ``classifier`` at construction)."""
@@ -817,17 +855,21 @@ def _global(s: ClassStats, kind: GlobalMean) -> torch.Tensor:
 
 
 def ncc_predictions(features: ArrayLike, means: ArrayLike) -> torch.Tensor:
-    """The nearest-class-mean rule argmin_c ||z - mu_c|| for every row of ``features`` (float64, in row blocks)."""
+    """The nearest-class-mean rule argmin_c ||z - mu_c|| for every row of ``features``, by one product in their
+    precision (float32 for float32 features)."""
     Z, M = _as_tensor(features, "features"), _as_tensor(means, "means").to(torch.float64)
     if Z.ndim != 2 or M.ndim != 2 or Z.shape[1] != M.shape[1]:
         raise ValueError(f"features (N, d) and means (K, d) must share d, got {tuple(Z.shape)} and {tuple(M.shape)}")
-    if not (bool(torch.isfinite(M).all()) and bool(torch.isfinite(Z).all())):
-        raise ValueError("features or means contain NaN or inf")
+    if not bool(torch.isfinite(M).all()):
+        raise ValueError("means contain NaN or inf")
+    work = torch.float64 if Z.dtype == torch.float64 else torch.float32
     M = M.to(Z.device)
-    rows = max(1, CHUNK_ELEMENTS // max(Z.shape[1], 1))
-    out = [(Z[a:a + rows].to(torch.float64).unsqueeze(1) - M).pow(2).sum(2).argmin(1)
-           for a in range(0, Z.shape[0], rows)]
-    return torch.cat(out) if out else torch.zeros(0, dtype=torch.long, device=Z.device)
+    # ||z - mu_c||^2 = ||z||^2 - 2 z.mu_c + ||mu_c||^2: one (N x K) product in the features' precision; a sample
+    # equidistant from two means to within that rounding may go to either
+    scores = M.pow(2).sum(1).to(work) - 2 * (Z.to(work) @ M.to(work).T)
+    if not bool(torch.isfinite(scores).all()):        # a NaN or inf feature makes its row's scores non-finite
+        raise ValueError("features contain NaN or inf")
+    return scores.argmin(1)
 
 
 def nc4_ncc_agreement(features: ArrayLike, predictions: ArrayLike, means: ArrayLike) -> float:

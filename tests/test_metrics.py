@@ -410,3 +410,7 @@ def test_peer_metrics_refuse_what_they_cannot_measure():
         m.StreamingNCCAgreement(m.class_means(Z, y)).value()
     with pytest.raises(ValueError, match="K >= 2"):
         m.classifier_equinorm(np.ones((1, 3)))
+    bad = Z.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN or inf"):
+        m.nc4_ncc_agreement(bad, y, m.class_means(Z, y))
