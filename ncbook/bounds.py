@@ -52,9 +52,8 @@ def balancedness_gap(W_next: torch.Tensor, W: torch.Tensor) -> float:
 
 @dataclass(frozen=True)
 class Theorem31:
-    """Every quantity of Jacot et al.'s Theorem 3.1 for one network: the hypotheses (eps1, eps2, r, ...), the
-    right-hand sides
-    of (2)-(5) (``inf`` or ``-inf`` where the theorem says nothing) and the measured NC metrics of Z_{L-1}."""
+    """Every quantity of Jacot et al.'s Theorem 3.1 for one network: the hypotheses (eps1, eps2, r, ...), the right-hand
+    sides of (2)-(5) (``inf`` or ``-inf`` where the theorem says nothing) and the measured NC metrics of Z_{L-1}."""
 
     eps1: float
     eps2: float
@@ -214,8 +213,8 @@ def lemma_c1_constant(N: int, beta: float, b: float, r: list[float], as_printed:
 
 def shifted_pl_offset(lam: float, alpha: float, theta0_norm: float, r0: float) -> float:
     """m_lambda = (1 + sqrt(4 lam / alpha))^2 (||theta_0|| + r_0)^2 of Jacot et al.'s Proposition 4.5: C_lambda
-    satisfies
-    ||grad C_lambda||^2 >= (alpha/4)(C_lambda - lam m_lambda) on B(theta_0, r_0) when C_0 is alpha-PL there."""
+    satisfies ||grad C_lambda||^2 >= (alpha/4)(C_lambda - lam m_lambda) on B(theta_0, r_0) when C_0 is alpha-PL
+    there."""
     return (1 + math.sqrt(4 * lam / alpha)) ** 2 * (theta0_norm + r0) ** 2
 
 
@@ -229,17 +228,16 @@ def balancing_forcing_bound(eps1: float, rho: float, X_op: float, L1: int, L: in
 
 
 def worst_balancing_forcing(eps1: float, rho: float, X_op: float, L: int) -> float:
-    """The largest forcing ||G_l||^2 + ||G_{l+1}||^2 under the standing condition of Jacot et al.'s Thm 4.4, C_lambda
-    <= eps1^2 with
-    lambda = 2 eps1^2 / rho^2: 2 eps1^2 rho^{2(L-1)} ||X||_op^2 / L^L (AM-GM over the error, the L-2 other layers and
-    the pair; attained by a scalar chain; chapter 6's erratum)."""
+    """The largest forcing ||G_l||^2 + ||G_{l+1}||^2 under the standing condition of Jacot et al.'s Thm 4.4, C_lambda <=
+    eps1^2 with lambda = 2 eps1^2 / rho^2: 2 eps1^2 rho^{2(L-1)} ||X||_op^2 / L^L (AM-GM over the error, the L-2
+    other layers and the pair; attained by a scalar chain; chapter 6's erratum)."""
     return 2 * eps1 ** 2 * rho ** (2 * (L - 1)) * X_op ** 2 / L ** L
 
 
 def printed_forcing_fails_below(L1: int, L: int) -> float:
     """The rho below which the printed forcing 4 eps1^2 rho^{2(L1+L-1)} ||X||^2 (proof of Jacot et al.'s Thm 4.4) is
-    smaller than
-    :func:`worst_balancing_forcing`: rho^{2 L1} < 1 / (2 L^L), i.e. (2 L^L)^{-1/(2 L1)} (1/sqrt 54 at L1 = 1, L = 3)."""
+    smaller than :func:`worst_balancing_forcing`: rho^{2 L1} < 1 / (2 L^L), i.e. (2 L^L)^{-1/(2 L1)} (1/sqrt 54 at L1
+    = 1, L = 3)."""
     return (2 * L ** L) ** (-1 / (2 * L1))
 
 
@@ -374,9 +372,8 @@ def top_hessian_eigenvalue(loss_fn, params: list[torch.Tensor], iters: int = 100
 def interpolating_network(X: torch.Tensor, labels: torch.Tensor, width: int, head_width: int, L2: int,
                           noise: float = 0.0, seed: int = 0, activation: torch.nn.Module | None = None) -> MLP:
     """A network of the kind of Jacot et al.'s Theorem 3.1, built by hand: one random non-linear layer of ``width``
-    units, then L2
-    exactly balanced linear layers whose product P maps the hidden features to the one-hot targets
-    (P = Y Z_1^+, plus ``noise`` times a random matrix, which sets the interpolation error eps1)."""
+    units, then L2 exactly balanced linear layers whose product P maps the hidden features to the one-hot targets (P
+    = Y Z_1^+, plus ``noise`` times a random matrix, which sets the interpolation error eps1)."""
     K = int(labels.max()) + 1
     g = torch.Generator().manual_seed(seed)
     Xd = X.double()
@@ -395,10 +392,8 @@ def interpolating_network(X: torch.Tensor, labels: torch.Tensor, width: int, hea
 def kernel_leaking_network(K: int, width: int, per_class: int, leak: float, noise: float = 0.0,
                            seed: int = 0) -> tuple[MLP, torch.Tensor, torch.Tensor]:
     """A network and data on which Jacot et al.'s Theorem 3.1 is informative and Z_{L-1} leaks into the kernel of W_L
-    (chapter 5):
-    inputs ``e_c + noise |g|`` (collapsed, non-negative), one ReLU layer W_1 = I, then the linear head W_2 = [I; leak
-    G],
-    W_3 = [I 0], so that Z_L = Z_1 whatever the leak, kappa(W_L) = 1, and eps2 ~ leak ||G||."""
+    (chapter 5): inputs ``e_c + noise |g|`` (collapsed, non-negative), one ReLU layer W_1 = I, then the linear head
+    W_2 = [I; leak G], W_3 = [I 0], so that Z_L = Z_1 whatever the leak, kappa(W_L) = 1, and eps2 ~ leak ||G||."""
     if width <= K:
         raise ValueError(f"width must exceed K = {K} to leave room for a kernel of W_L; got width = {width}")
     g = torch.Generator().manual_seed(seed)

@@ -310,10 +310,9 @@ def flow(H0: np.ndarray, p: UFM, t_end: float, num: int = 200, rtol: float = 1e-
 
 
 def beta_threshold_nc1(p: UFM) -> float:
-    """beta* = max(0, 1/(2 lam_W) - lam_H): for beta >= beta*, gNC1(H) <= gNC1(H0) at every stationary point H of
-    eq. (2) (chapter 3's explicit form of Tirer et al.'s Corollary 4.2: within-class parts shrink by at least
-    beta/(beta + lam_H),
-    centred means by at most that)."""
+    """beta* = max(0, 1/(2 lam_W) - lam_H): for beta >= beta*, gNC1(H) <= gNC1(H0) at every stationary point H of eq.
+    (2) (chapter 3's explicit form of Tirer et al.'s Corollary 4.2: within-class parts shrink by at least beta/(beta
+    + lam_H), centred means by at most that)."""
     return max(0.0, 1 / (2 * p.lam_W) - p.lam_H)
 
 
@@ -384,10 +383,9 @@ def mean_curvature(p: UFM) -> float:
 
 def intra_block_spectrum(p: UFM) -> dict[str, tuple[float, int]]:
     """Every eigenvalue of the intra-class block F_kk at a collapsed H0 (Tirer et al.'s Theorem 5.2 and App. D), with
-    its
-    multiplicity and the directions it belongs to (s_j: an orthonormal basis of R^n with s_1 = 1_n/sqrt(n);
-    r_i: of R^d with r_1..r_K the directions of the collapsed means). F_kk is symmetric, so for beta large
-    enough that all are positive these are its singular values."""
+    its multiplicity and the directions it belongs to (s_j: an orthonormal basis of R^n with s_1 = 1_n/sqrt(n); r_i:
+    of R^d with r_1..r_K the directions of the collapsed means). F_kk is symmetric, so for beta large enough that all
+    are positive these are its singular values."""
     if not 0 < p.c < 1:
         raise ValueError(f"Theorem 5.2 needs 0 < lam_H lam_W < 1, got c = {p.c}")
     if not p.beta > 0:
