@@ -43,8 +43,41 @@ def syntax_tree(source: str) -> ast.AST:
     return _strip_docstrings(ast.parse(textwrap.dedent(source)))
 
 
+NORMAL_FORM_VERSION = 2
+"""Bumped whenever :func:`normal_text` changes (which changes every key once). 1: ``ast.dump``, whose text differs
+between Pythons; 2: :func:`normal_text`, the same text on every Python from 3.11."""
+
+
+def normal_text(node: Any) -> str:
+    """A syntax tree written the same on every Python: ``Type(field=value, ...)`` with the fields in name order and
+    those that are absent, None or an empty list left out (``ast.dump``'s text is not: 3.12 added ``type_params``,
+    3.13 leaves empty fields out, and its positional order follows each version's field list)."""
+    if isinstance(node, ast.JoinedStr):
+        node = ast.JoinedStr(values=_joined_parts(node.values))
+    if isinstance(node, ast.AST):
+        fields = ((name, getattr(node, name, None)) for name in sorted(node._fields))
+        return type(node).__name__ + "(" + ", ".join(f"{name}={normal_text(value)}" for name, value in fields
+                                                     if value is not None and value != []) + ")"
+    if isinstance(node, list):
+        return "[" + ", ".join(normal_text(item) for item in node) + "]"
+    return repr(node)
+
+
+def _joined_parts(values: list[ast.AST]) -> list[ast.AST]:
+    """An f-string's parts with adjacent text merged and empty text dropped (3.12's parser splits the text of an
+    f-string differently and leaves an empty ``Constant('')`` at the end of a format spec such as ``{x:{fmt}}``)."""
+    out: list[ast.AST] = []
+    for value in values:
+        text = isinstance(value, ast.Constant) and isinstance(value.value, str)
+        if text and out and isinstance(out[-1], ast.Constant) and isinstance(out[-1].value, str):
+            out[-1] = ast.Constant(value=out[-1].value + value.value)
+        elif not (text and value.value == ""):
+            out.append(value)
+    return [v for v in out if not (isinstance(v, ast.Constant) and v.value == "")]
+
+
 def _dump(tree: ast.AST) -> str:
-    return ast.dump(tree, annotate_fields=False, include_attributes=False)
+    return normal_text(tree)
 
 
 def normal_form_of(source: str) -> str:

