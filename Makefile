@@ -12,7 +12,10 @@
 # and one opens the chapters in JupyterLab (each .md opens as a notebook, paired with its .ipynb):
 #   make lab
 SHELL := /bin/bash
-VENV ?= .venv
+# the Python the venv is made from (3.11, 3.12 or 3.13: `make test PYTHON=python3.12`); another Python gets a venv of
+# its own, .venv-<its name>, so that the default .venv is never replaced
+PYTHON ?= python3
+VENV ?= $(if $(filter python3,$(PYTHON)),.venv,.venv-$(notdir $(PYTHON)))
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | sha1sum | cut -c1-12)
 
@@ -23,7 +26,7 @@ LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 
 install: $(STAMP) $(LAB_OVERRIDES)
 $(STAMP): requirements.txt pyproject.toml
-	test -x $(PY) || python3 -m venv $(VENV)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	rm -f $(VENV)/.installed-* && touch $@
 

@@ -1,10 +1,11 @@
-"""The command line: ``python -m ncbook {list,run,sweep,verify}``.
+"""The command line: ``python -m ncbook {list,run,sweep,verify,import}``.
 
     python -m ncbook list
     python -m ncbook run jacot_mlp --scale cpu [--device auto] [--seeds 0 1 2] [--set lr=0.01] [--force]
     python -m ncbook sweep jacot_mlp --scale cpu --grid lr=0.01,0.05 --grid steps=100,200 [--workers 2]
                                      [--executor process|submitit-local|slurm] [--force]
     python -m ncbook verify
+    python -m ncbook import PATH [--replace]      # results made elsewhere: a folder or a .tar.gz
 
 ``run`` and ``sweep`` skip what is already cached and current (``--force`` runs it again); settings are checked
 against the configuration's types and its own checks before any work starts.
@@ -276,6 +277,24 @@ def cmd_verify(_args) -> int:
     return 1 if bad or odd else 0
 
 
+def cmd_import(args) -> int:
+    from .transfer import ImportProblem, import_results
+
+    try:
+        outcomes, skipped = import_results(args.path, replace=args.replace)
+    except (ImportProblem, cache.CacheError) as err:
+        raise SystemExit(f"import: {err}") from None
+    _table([("experiment", "result", "status", "detail")] + [(o.experiment, o.tag, o.status, o.detail)
+                                                             for o in outcomes])
+    for line in skipped:
+        print(f"left out: {line}")
+    done = sum(o.status in ("imported", "unchanged") for o in outcomes)
+    refused = sum(o.status == "refused" for o in outcomes)
+    print(f"{done} of {len(outcomes)} results imported or already here" + (f"; {refused} refused" if refused else "")
+          + f" (into {cache.results_dir()})")
+    return 1 if refused else 0
+
+
 def _table(rows: list[tuple]) -> None:
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
     for j, r in enumerate(rows):
@@ -310,8 +329,14 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--partition", default=None, help="SLURM partition")
     s.add_argument("--timeout-min", type=int, default=60)
     sub.add_parser("verify", help="check every shipped result: checksums match and the code hash is current")
+    im = sub.add_parser("import", help="bring in results made elsewhere (a folder or a .tar.gz), each checked as "
+                        "verify checks it; the bad ones are refused, one line each")
+    im.add_argument("path", help="a folder of results or a .tar.gz of one (e.g. what a GPU machine returned)")
+    im.add_argument("--replace", action="store_true", help="take an imported result where a different current "
+                    "result of the same tag is here")
     args = p.parse_args(argv)
-    return {"list": cmd_list, "run": cmd_run, "sweep": cmd_sweep, "verify": cmd_verify}[args.command](args)
+    return {"list": cmd_list, "run": cmd_run, "sweep": cmd_sweep, "verify": cmd_verify,
+            "import": cmd_import}[args.command](args)
 
 
 if __name__ == "__main__":

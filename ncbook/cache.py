@@ -259,7 +259,7 @@ def stored_file(folder: Path, name: str, regen: str) -> Path:
 MANIFEST_FIELDS = {"experiment": str, "key": str, "config": dict, "files": dict, "arrays": list}
 """The fields every manifest has, with their JSON types."""
 OPTIONAL_FIELDS = {"scale": str, "base_scale": str, "overrides": dict, "runtime": dict, "provenance": dict,
-                   "shapes": dict, "rekeyed": list}
+                   "shapes": dict, "rekeyed": list, "imported": list}
 """The fields a manifest may have, with their JSON types."""
 MAX_MANIFEST_BYTES = 1 << 20
 """A manifest is a few kB; a larger one is refused unread."""
