@@ -19,7 +19,7 @@ VENV ?= $(if $(filter python3,$(PYTHON)),.venv,.venv-$(notdir $(PYTHON)))
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: install lab student assets book pdf test unit quick mutation notebooks variants pairing build-strict clean-html lint verify execute clean
+.PHONY: install chromium lab student assets book pdf test unit quick mutation notebooks variants pairing build-strict clean-html lint verify execute clean
 
 # JupyterLab settings of this environment: a chapter's .md opens as a notebook (jupytext), not in the text editor
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
@@ -40,6 +40,10 @@ lab: install
 assets:
 	bash scripts/fetch_assets.sh
 
+# Debian's Chromium for the browser tests and the PDF, installed with apt-get where it is missing
+chromium:
+	@bash scripts/install_chromium.sh
+
 # warning-free, as CI requires (-W -n); a second run rebuilds only what changed
 book: install assets
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
@@ -49,13 +53,13 @@ book: install assets
 student: install assets
 	$(PY) scripts/student_edition.py
 
-pdf: book student
+pdf: book student chromium
 	$(PY) scripts/make_pdf.py _build/html _build/pdf/ncbook.pdf
 	$(PY) scripts/make_pdf.py _build/student/_build/html _build/pdf/ncbook-student.pdf _build/student/src/_toc.yml
 	@echo "The book: _build/pdf/ncbook.pdf; the student edition: _build/pdf/ncbook-student.pdf"
 
 # the documented commands themselves: book (from scratch), student and pdf, before the tests that read what they made
-test: install assets lint verify build-strict book student pdf unit mutation pairing notebooks variants
+test: install assets chromium lint verify build-strict book student pdf unit mutation pairing notebooks variants
 	@echo "all checks passed"
 
 # in `make test` the browser and print tests read the book, the PDFs and the handout that the commands above made

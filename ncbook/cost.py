@@ -7,8 +7,9 @@ the data, a Hessian-vector product about five. MLPs are counted from their width
 running them once on the ``meta`` device (shapes only) under PyTorch's FLOP counter. The time divides the count by
 the rate the device reaches on one large product, and adds, for every optimiser step and layer, the overhead of
 a step of a tiny network measured on the device: the two ends, arithmetic-bound and overhead-bound. Mid-sized layers
-and elementwise work make real runs slower; ``tests/test_cost.py`` compares the estimate with the wall times the
-shipped results record."""
+and elementwise work make real runs slower; ``tests/test_cost.py`` compares the estimate at the fixed rates of the
+machine that made the shipped results (:data:`REFERENCE_CPU`) with the wall times they record, and
+``benchmarks/bench_cost.py`` the estimate at this machine's rates, measured now."""
 
 from __future__ import annotations
 
@@ -237,8 +238,17 @@ REFERENCE_GPU = {"name": "one H200-class data-centre GPU", "float32": 3e13, "flo
 kernel launches. ``python -m ncbook list --device cuda`` measures the real rates on a GPU."""
 
 
+REFERENCE_CPU = {"name": "the 2-core machine the shipped results were made on, one thread", "float32": 2.0e11,
+                 "float64": 1.07e11, "layer_step": 4.7e-5}
+"""That machine's rates, measured once (2026-12-04, idle, ``torch.set_num_threads(1)``: :func:`matmul_rate` and
+:func:`layer_step_seconds`; ``benchmarks/bench_cost.py`` measures them again beside these): fixed numbers, so that
+``tests/test_cost.py`` compares the estimates with the recorded wall times of the same machine whatever machine
+runs the test and however busy it is."""
+
+
 def reference_seconds(cost: Cost, ref: dict = REFERENCE_GPU) -> float:
-    """:func:`seconds` at the rates of :data:`REFERENCE_GPU` instead of measured ones."""
+    """:func:`seconds` at the fixed rates of ``ref`` (:data:`REFERENCE_GPU`, :data:`REFERENCE_CPU`) instead of
+    measured ones."""
     return cost.flops / ref[cost.dtype] + cost.layer_steps * ref["layer_step"]
 
 

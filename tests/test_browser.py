@@ -224,6 +224,22 @@ def made_by_make(part: str) -> Path | None:
     return Path(given) / part if given else None
 
 
+WAIT_S = 120
+"""The most a browser test waits for one event (a frame loading, MathJax starting): far beyond what a loaded 2-core
+machine needs, so that only something broken runs into it, and then the failure names what did not happen."""
+
+
+def wait_until(tab, js: str, arg, what: str) -> None:
+    """Wait for the JavaScript predicate ``js`` (given ``arg``) to hold, at most :data:`WAIT_S` seconds; a failure
+    names ``what`` was waited for."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        tab.wait_for_function(js, arg=arg, timeout=WAIT_S * 1000)
+    except PlaywrightTimeout:
+        pytest.fail(f"{what}: did not happen within {WAIT_S} s")
+
+
 @pytest.fixture(scope="module")
 def built_book() -> Path:
     if not (ROOT / "_assets" / "mathjax").is_dir():
@@ -264,7 +280,8 @@ def test_page_in_chromium(browser, built_book: Path, page: str):
     # math: MathJax (served locally) has typeset every formula and no TeX source is left in the text
     has_math = "$" in (ROOT / f"{page}.md").read_text()
     if has_math:
-        tab.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=20_000)
+        wait_until(tab, "() => window.MathJax && MathJax.startup && MathJax.startup.promise", None,
+                   f"{page}: MathJax starting")
         tab.evaluate("() => MathJax.startup.promise")
         assert tab.locator("mjx-container").count() > 0, f"{page}: no MathJax output"
     tab.evaluate("() => Promise.all([...document.images].map(i => i.complete ? 0 : i.decode().catch(() => 0)))")
@@ -288,9 +305,10 @@ def test_page_in_chromium(browser, built_book: Path, page: str):
             at_max = slider.input_value() == slider.get_attribute("max")
             slider.focus()
             tab.keyboard.press("ArrowLeft" if at_max else "ArrowRight")
-            tab.wait_for_function("([img, src]) => img.getAttribute('src') !== src", arg=[img.element_handle(), before],
-                                  timeout=2_000)
-            assert img.evaluate("im => im.complete && im.naturalWidth > 0"), f"{page}: new frame did not load"
+            wait_until(tab, "([img, src]) => img.getAttribute('src') !== src", [img.element_handle(), before],
+                       f"{page}: slider figure {i + 1}, slider {j + 1}: the frame's address changing on a key press")
+            wait_until(tab, "im => im.complete && im.naturalWidth > 0", img.element_handle(),
+                       f"{page}: slider figure {i + 1}, slider {j + 1}: the new frame loading")
         size = fig.evaluate("el => el.outerHTML.length")
         assert size <= 3 * 2**20, f"{page}: slider figure {i + 1} embeds {size / 2**20:.1f} MB (limit 3 MB)"
         fig.screenshot(path=str(SHOTS / f"{Path(page).name}-figure{i + 1}.png"))
@@ -361,9 +379,11 @@ def test_page_in_chromium(browser, built_book: Path, page: str):
     tab.set_viewport_size({"width": 390, "height": 844})
     tab.reload(wait_until="load")                  # as a phone opens it: MathJax breaks the formulas at its width
     if has_math:
-        tab.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=20_000)
+        wait_until(tab, "() => window.MathJax && MathJax.startup && MathJax.startup.promise", None,
+                   f"{page}: MathJax starting")
         tab.evaluate("() => MathJax.startup.promise")
-    tab.wait_for_timeout(400)
+    wait_until(tab, "() => document.fonts.ready.then(() => new Promise(r => requestAnimationFrame(() => "
+               "requestAnimationFrame(() => r(true)))))", None, f"{page}: fonts and layout at 390 px")
     tab.evaluate("() => Promise.all([...document.images].map(i => i.complete ? 0 : i.decode().catch(() => 0)))")
     narrow = tab.evaluate(CLIPPED_JS, True)
     narrow += tab.evaluate(CUE_JS)

@@ -31,14 +31,37 @@ def test_gpu_scale_fits_ten_minutes_on_the_reference_gpu():
     assert all(t <= 600 for t in times.values()), times
 
 
-def test_estimates_are_within_a_factor_of_twenty_of_recorded_wall_times():
-    """The estimate uses this machine's measured rates; a run takes 0.8-6x the estimate on the 2-core machine the
-    results were made on (one thread for Part IV). A count off by an order of magnitude fails."""
+def reference_ratios() -> dict[str, float]:
+    """Each shipped result's recorded wall time over its estimate at the rates of the machine that made it
+    (cost.REFERENCE_CPU: fixed numbers, so nothing here depends on the machine running the test or its load)."""
+    out = {}
     for path in sorted(cache.RESULTS_DIR.glob("*/*.json")):
         m = json.loads(path.read_text())
-        est = cost.seconds(cost.estimate(EXPERIMENTS[m["experiment"]].config(m["base_scale"], **m["overrides"])))
-        ratio = m["provenance"]["wall_time_s"] / est
-        assert 1 / 5 <= ratio <= 20, (path.name, m["experiment"], ratio)
+        c = cost.estimate(EXPERIMENTS[m["experiment"]].config(m["base_scale"], **m["overrides"]))
+        out[f"{m['experiment']}/{path.stem}"] = m["provenance"]["wall_time_s"] / cost.reference_seconds(
+            c, cost.REFERENCE_CPU)
+    return out
+
+
+def test_estimates_at_the_making_machines_rates_are_within_1x_to_30x_of_recorded_wall_times():
+    """A run takes 2-15x the estimate (small layers and elementwise work are not counted); a count off by an order
+    of magnitude either way leaves the band for most results. Timing against this machine's live rates is a
+    benchmark (benchmarks/bench_cost.py), not a test."""
+    ratios = reference_ratios()
+    assert len(ratios) >= 17
+    outside = {k: round(r, 2) for k, r in ratios.items() if not 1 <= r <= 30}
+    assert not outside, outside
+
+
+def test_the_band_catches_a_count_off_by_ten(monkeypatch):
+    """The check above fails for most results when every FLOP count is ten times too large or too small."""
+    real = cost.estimate
+    for factor in (10, 0.1):
+        monkeypatch.setattr(cost, "estimate", lambda cfg, f=factor: (lambda c: cost.Cost(
+            c.flops * f, c.layer_steps, c.dtype))(real(cfg)))
+        ratios = reference_ratios()
+        assert sum(not 1 <= r <= 30 for r in ratios.values()) > len(ratios) / 2, factor
+        monkeypatch.setattr(cost, "estimate", real)
 
 
 def test_unknown_configuration_is_refused():
