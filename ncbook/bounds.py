@@ -369,6 +369,27 @@ def top_hessian_eigenvalue(loss_fn, params: list[torch.Tensor], iters: int = 100
     return lam
 
 
+def largest_hessian_eigenvalue(loss_fn, params: list[torch.Tensor], tol: float = 1e-4) -> float:
+    """The largest (algebraic) eigenvalue of the Hessian of ``loss_fn(params)``, by Lanczos (scipy's eigsh, 'LA') on
+    Hessian-vector products (double backward), from a fixed start: GD with step eta is stable at these weights only
+    if eta < 2 / it (Sec. 5.2). Power iteration (:func:`top_hessian_eigenvalue`) finds the largest in magnitude,
+    which may be a negative one, and converges slowly where the top two are close."""
+    from scipy.sparse.linalg import LinearOperator, eigsh
+
+    sizes = [p.numel() for p in params]
+    grads = torch.autograd.grad(loss_fn(params), params, create_graph=True)
+
+    def matvec(v: np.ndarray) -> np.ndarray:
+        parts = torch.split(torch.as_tensor(np.ravel(v), dtype=params[0].dtype, device=params[0].device), sizes)
+        Hv = torch.autograd.grad(grads, params, [x.reshape(p.shape) for x, p in zip(parts, params)],
+                                 retain_graph=True)
+        return torch.cat([h.reshape(-1) for h in Hv]).cpu().numpy()
+
+    n = sum(sizes)
+    op = LinearOperator((n, n), matvec=matvec, dtype=np.float64)
+    return float(eigsh(op, k=1, which="LA", v0=np.ones(n), tol=tol, return_eigenvectors=False)[0])
+
+
 def interpolating_network(X: torch.Tensor, labels: torch.Tensor, width: int, head_width: int, L2: int,
                           noise: float = 0.0, seed: int = 0, activation: torch.nn.Module | None = None) -> MLP:
     """A network of the kind of Jacot et al.'s Theorem 3.1, built by hand: one random non-linear layer of ``width``

@@ -402,6 +402,21 @@ def run_gd_phases(cfg: GDPhases, device: str = "cpu", progress: bool = True,
     return out
 
 
+@lru_cache(maxsize=16)
+def initial_sharpness(cfg: GDPhases | EdgeOfStability) -> float:
+    """The largest eigenvalue of the Hessian of the summed square loss C_0 (weight decay lambda adds lambda to it) at
+    the initial weights of a full-batch GD experiment, as its run draws them: its learning rates are stable at the
+    start only below 2 / it (:func:`bounds.largest_hessian_eigenvalue`)."""
+    from .stability import _gd_start, regularised_loss
+
+    X, y = _small_digits(cfg, "cpu")
+    torch.manual_seed(cfg.seed)
+    extra = {"activation": SmoothLeakyReLU(cfg.gamma, cfg.beta)} if isinstance(cfg, GDPhases) else {}
+    model = MLP(list(cfg.widths), cfg.num_nonlinear, **extra).double()
+    Xd, Y, params = _gd_start(model, X, y, min(cfg.lrs), 0.0)
+    return bounds.largest_hessian_eigenvalue(lambda ps: regularised_loss(model, ps, Xd, Y, 0.0), params, tol=1e-3)
+
+
 @dataclass(frozen=True)
 class EdgeOfStability(OneSeed):
     """Chapter 7: full-batch GD at large learning rates on a small MLP with a linear head, tracking the top

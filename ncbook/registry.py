@@ -191,9 +191,24 @@ class Experiment:
 _EOS_SCALES = {                       # edge_of_stability and trained_ntk train the same networks
     "tiny": EdgeOfStability(widths=(64, 16, 12, 12, 10), per_class=3, lrs=(0.05,), steps=20, every=10, power_iters=5),
     "cpu": EdgeOfStability(),
-    "gpu": EdgeOfStability(per_class=None, widths=(64, 512, 256, 256, 256, 10), steps=20_000, every=500),
-    "paper": EdgeOfStability(per_class=None, widths=(64, 512, 256, 256, 256, 10), steps=20_000, every=500),
+    "gpu": EdgeOfStability(per_class=None, widths=(64, 512, 256, 256, 256, 10), lrs=(2e-4, 5e-4, 1e-3),
+                           weight_decay=0.018, steps=20_000, every=500),
+    "paper": EdgeOfStability(per_class=None, widths=(64, 512, 256, 256, 256, 10), lrs=(2e-4, 5e-4, 1e-3),
+                             weight_decay=0.018, steps=20_000, every=500),
 }
+_EOS_STABLE = ("Learning rates 2e-4, 5e-4 and 1e-3: on all 1,797 digits the summed loss's Hessian at initialisation "
+               "has top eigenvalue 239 (the cpu scale's network on 100 digits: 5.33), so GD is stable at the start "
+               "only below 2/239 = 0.0084; these put lr times that eigenvalue at 0.048, 0.12 and 0.24, as the cpu "
+               "scale's 0.01-0.05 do there (0.053-0.27), and the cpu scale's rates diverge at once here (2.4-12). "
+               "Weight decay 0.018 = 0.001 x 1797/100: the summed loss grows with the samples, so this keeps the "
+               "cpu scale's balance of data term and regulariser (lambda / N).")
+
+_PHASES_STABLE = ("Learning rates 1e-4 and 2e-4: on all 1,797 digits the summed loss's Hessian at initialisation has "
+                  "top eigenvalue 189 (the cpu scale's network on 100 digits: 3.8), so GD is stable at the start "
+                  "only below 2/189 = 0.011; these put lr times that eigenvalue at 0.019 and 0.038, as the cpu "
+                  "scale's 0.005 and 0.01 do there, and its 0.005 diverges here within 20 steps (lr times the "
+                  "eigenvalue 0.95: the loss's curvature grows in the first steps). Weight decays 0.36, 0.9, 1.8 = "
+                  "the cpu scale's x 1797/100 (the same lambda / N: the summed loss grows with the samples).")
 
 EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
     Experiment(
@@ -285,27 +300,33 @@ EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
             "tiny": GDPhases(widths=(64, 40, 16, 12, 10), per_class=4, lrs=(0.01,), weight_decays=(0.05,), steps=40,
                              every=10),
             "cpu": GDPhases(),
-            "gpu": GDPhases(per_class=None, widths=(64, 2048, 256, 128, 128, 10), steps=50_000, every=500),
-            "paper": GDPhases(per_class=None, widths=(64, 2048, 256, 128, 128, 10), steps=200_000, every=500),
+            "gpu": GDPhases(per_class=None, widths=(64, 2048, 256, 128, 128, 10), lrs=(1e-4, 2e-4),
+                            weight_decays=(0.36, 0.9, 1.8), steps=50_000, every=500),
+            "paper": GDPhases(per_class=None, widths=(64, 2048, 256, 128, 128, 10), lrs=(1e-4, 2e-4),
+                              weight_decays=(0.36, 0.9, 1.8), steps=200_000, every=500),
         },
-        notes={'gpu': "The paper scale's network on all 1,797 digits, 50,000 full-batch GD steps instead of 200,000.",
-               "paper": "the paper has no such experiment; this is the full digits set with a wider first layer"},
+        notes={'gpu': "The paper scale's network on all 1,797 digits, 50,000 full-batch GD steps instead of 200,000. "
+                      + _PHASES_STABLE + " lr x lambda x steps, which sets how far the phases run, is 1.8-18 here "
+                      "(the cpu scale's 0.8-8).",
+               "paper": "the paper has no such experiment; this is the full digits set with a wider first layer. "
+                        + _PHASES_STABLE},
     ),
     Experiment(
         name="edge_of_stability",
         description="full-batch GD at three learning rates; top Hessian eigenvalue vs 2/lr (Sec. 5.2)",
         run=run_edge_of_stability,
         scales=_EOS_SCALES,
-        notes={'gpu': "The paper scale's networks and length (20,000 steps) on all 1,797 digits.",
-               "paper": "Jacot et al. discuss but do not run this; a larger version for a GPU"},
+        notes={'gpu': "The paper scale's networks and length (20,000 steps) on all 1,797 digits. " + _EOS_STABLE,
+               "paper": "Jacot et al. discuss but do not run this; a larger version for a GPU. " + _EOS_STABLE},
     ),
     Experiment(
         name="trained_ntk",
         description="edge_of_stability's networks: NTK norm, sharpness and head conditioning at the end (Prop 5.3)",
         run=run_trained_ntk,
         scales=_EOS_SCALES,
-        notes={'gpu': "The paper scale's networks and length on all 1,797 digits.",
-               "paper": "the larger edge_of_stability networks; the NTK norm is matrix-free (Lanczos on J J^T)"},
+        notes={'gpu': "The paper scale's networks and length on all 1,797 digits. " + _EOS_STABLE,
+               "paper": "the larger edge_of_stability networks; the NTK norm is matrix-free (Lanczos on J J^T). "
+                        + _EOS_STABLE},
     ),
     # ---- Part IV: the experiments of both papers
     Experiment(
