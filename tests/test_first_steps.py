@@ -17,9 +17,10 @@ STAND_IN = {"mnist": "mnist5k", "fashion-mnist": "mnist5k", "cifar10": "mnist5k"
 
 
 def first_steps(name: str, scale: str) -> dict:
-    """Overrides that cut a configuration to its first steps and nothing else: lengths, seeds (the first), and where
-    the loss is a mean over samples, the samples (the step's scale does not depend on their number); grids of
-    learning rates, weight decays and losses stay whole (the largest rate is the one that blows up)."""
+    """Overrides that cut a configuration to its first steps and nothing else that sets their stability: lengths,
+    seeds (the first), the deepest network, one weight decay (it acts over 1/(lr lambda) steps, far more than 50),
+    and where the loss is a mean over samples, the samples (the step's scale does not depend on their number);
+    learning rates and losses stay whole (the largest rate is the one that blows up)."""
     cfg = EXPERIMENTS[name].config(scale)
     have = {f.name for f in fields(cfg)}
     out: dict = {}
@@ -46,8 +47,11 @@ def first_steps(name: str, scale: str) -> dict:
         out["per_class"] = min(50, cfg.per_class or 500)
     elif "per_class" in have and name not in SUMMED:       # mean loss, full batch: fewer samples, the same step
         out["per_class"] = min(50, cfg.per_class or 500)
-    if "depths" in have and name.startswith("jacot_resnet"):
+    if "depths" in have:                  # the deepest network: the least stable
         out["depths"] = (max(cfg.depths),)
+    for grid in ("weight_decays", "weight_decays_last"):     # weight decay acts on a scale of 1/(lr lambda) steps,
+        if grid in have:                                     # far beyond 50: one point
+            out[grid] = getattr(cfg, grid)[:1]
     return out
 
 
@@ -64,7 +68,16 @@ def cases() -> list:
         for scale in ("gpu", "paper"):
             if scale in exp.scales:
                 seen.setdefault((name, repr(exp.config(scale, **first_steps(name, scale)))), []).append(scale)
-    return [pytest.param(name, scales[0], id=f"{name}-{'+'.join(scales)}") for (name, _), scales in seen.items()]
+    return [pytest.param(name, scales[0], id=f"{name}-{'+'.join(scales)}", marks=HELD_BACK.get(name, ()))
+            for (name, _), scales in seen.items()]
+
+
+HELD_BACK = {"tirer_wd_ablation": pytest.mark.xfail(strict=True, raises=pytest.fail.Exception, reason=(
+    "ResNet18 with the MSE loss at Tirer et al.'s lr 0.05 diverges in its first steps under the book's square loss "
+    "(1/(2N)) ||Z - Y||^2; their experiments' nn.MSELoss (mean over samples and classes, 2/K of it) trains. The "
+    "change (branch tirer-mse) also changes the shipped cpu results, which must be remade with it (issue 49)"))}
+"""Configurations known to diverge, each with the reason and what fixes it: strict, so a fix that lands makes the
+test fail until the mark is removed."""
 
 
 @pytest.mark.slow
