@@ -4,7 +4,7 @@ the results shipped with the book, ``paper`` for the source paper's settings on 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -402,11 +402,17 @@ def run_gd_phases(cfg: GDPhases, device: str = "cpu", progress: bool = True,
     return out
 
 
-@lru_cache(maxsize=16)
 def initial_sharpness(cfg: GDPhases | EdgeOfStability) -> float:
     """The largest eigenvalue of the Hessian of the summed square loss C_0 (weight decay lambda adds lambda to it) at
     the initial weights of a full-batch GD experiment, as its run draws them: its learning rates are stable at the
-    start only below 2 / it (:func:`bounds.largest_hessian_eigenvalue`)."""
+    start only below 2 / it (:func:`bounds.largest_hessian_eigenvalue`). Computed once per network and data."""
+    unused = {"lrs": (1.0,), "steps": 1, "every": 1}
+    unused |= {"weight_decays": (0.0,)} if isinstance(cfg, GDPhases) else {"weight_decay": 0.0, "power_iters": 1}
+    return _initial_sharpness(replace(cfg, **unused))
+
+
+@lru_cache(maxsize=16)
+def _initial_sharpness(cfg: GDPhases | EdgeOfStability) -> float:
     from .stability import _gd_start, regularised_loss
 
     X, y = _small_digits(cfg, "cpu")
