@@ -2,6 +2,7 @@
 
     python -m ncbook list
     python -m ncbook run jacot_mlp --scale cpu [--device auto] [--seeds 0 1 2] [--set lr=0.01] [--force]
+    python -m ncbook run --all --scale gpu --budget-min 8 [--archive out.tar.gz]     # a GPU session
     python -m ncbook sweep jacot_mlp --scale cpu --grid lr=0.01,0.05 --grid steps=100,200 [--workers 2]
                                      [--executor process|submitit-local|slurm] [--force]
     python -m ncbook verify
@@ -21,6 +22,7 @@ import shutil
 import sys
 import typing
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
 
 from tqdm.auto import tqdm
 
@@ -149,6 +151,10 @@ def _cost_columns(cost: dict, name: str, tag: str) -> tuple[str, str]:
 
 
 def cmd_run(args) -> int:
+    if args.all:
+        return cmd_run_all(args)
+    if args.name is None:
+        raise SystemExit("run needs an experiment's name, or --all for every experiment of the scale")
     exp = get_experiment(args.name)
     cfg_type = exp.config_type(args.scale)
     overrides = parse_assignments(args.set or [], cfg_type, multi=False)
@@ -177,6 +183,31 @@ def cmd_run(args) -> int:
     _table([("experiment", "scale", "device", "wall time", "manifest"),
             (args.name, args.scale, device, f"{wall:.1f} s", path)])
     return 0
+
+
+def cmd_run_all(args) -> int:
+    """``run --all``: every result of the scale that is not current, cheapest first, within ``--budget-min``; the
+    results made packed for ``import`` (:mod:`ncbook.batch`)."""
+    from . import batch
+
+    if args.name is not None or args.set or args.seeds:
+        raise SystemExit("--all runs every experiment at its scale's settings: give no name, --set or --seeds")
+    if not args.budget_min > 0:
+        raise SystemExit(f"--budget-min must be > 0, got {args.budget_min}")
+    device = resolve_device(args.device)
+    steps = batch.run_all(args.scale, device, args.budget_min * 60)
+    if not steps:
+        print(f"every result of scale {args.scale!r} is cached and current: nothing to run")
+        return 0
+    _table([("experiment", f"est. {device}", "status")]
+           + [(s.experiment, cost.duration(s.estimate_s), s.status) for s in steps])
+    archive = batch.pack(steps, args.scale, Path(args.archive or f"ncbook-{args.scale}-results.tar.gz"))
+    if archive is not None:
+        print(f"the results made: {archive} (on another machine: python -m ncbook import {archive.name})")
+    left = [s for s in steps if s.status != "made"]
+    if left:
+        print(f"{len(left)} not made: the same command runs them, resuming a stopped one from its checkpoint")
+    return 1 if any(s.status.startswith("failed") for s in steps) else 0
 
 
 def cmd_sweep(args) -> int:
@@ -314,8 +345,15 @@ def main(argv: list[str] | None = None) -> int:
                     "auto (default)")
     r = sub.add_parser("run", help="run one experiment at one scale and cache its result")
     s = sub.add_parser("sweep", help="run an experiment over a grid of settings")
+    r.add_argument("name", nargs="?", choices=sorted(EXPERIMENTS))
+    s.add_argument("name", choices=sorted(EXPERIMENTS))
+    r.add_argument("--all", action="store_true", help="every experiment of the scale whose result is not current, "
+                   "cheapest first (a GPU session: with --budget-min)")
+    r.add_argument("--budget-min", type=float, default=float("inf"), help="with --all: stop the run in progress "
+                   "when this many minutes have passed (it resumes from its checkpoint next time)")
+    r.add_argument("--archive", default=None, help="with --all: where to pack the results made (default "
+                   "ncbook-<scale>-results.tar.gz), for `python -m ncbook import`")
     for q in (r, s):
-        q.add_argument("name", choices=sorted(EXPERIMENTS))
         q.add_argument("--scale", default="cpu", choices=list(SCALES))
         q.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default)")
         q.add_argument("--force", action="store_true", help="run even where a current result is cached")

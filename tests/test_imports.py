@@ -15,7 +15,7 @@ FLOORS = [
     {"experiments", "reproduce"},                             # the code that produces results
     {"registry", "cost"},                                     # configuration as data, its cost
     {"runner", "scaling"},                                    # results run and loaded; what governs them
-    {"compare", "transfer"},                                  # results read against the papers, brought in
+    {"compare", "transfer", "batch"},                         # results read against the papers, brought in, batched
     {"claims"},                                               # the papers' claims as data, the verdict rule
     {"exercises"},                                            # the exercises' answers, recomputed to check them
     {"plotting"},
