@@ -1,0 +1,171 @@
+"""What a GPU session can make: every gpu-scale experiment's rate and predicted full wall time, in one command (run
+it on the GPU; it also runs on a CPU, where it takes far longer):
+
+    python benchmarks/bench_gpu.py [--device cuda] [--only jacot_mlp tirer_blur] [--short 20]
+
+For each experiment its gpu configuration runs twice, cut to ``--short`` and to twice that many units of its length
+(optimiser steps, epochs, or GD steps), with all its data, seeds and settings, one record at the end; the rate is
+the difference of the two wall times over the difference of the lengths (so setup, data loading and compilation
+cancel), and the prediction is the short run's time plus the rest of the length at that rate (records along the way,
+a few percent of a run, are left out). Then, side by side in the same run: the Jacot-size training step
+(``bench_training.py``'s case) against the dense float32 matmul rate, and the full metric suite on N = 50,000,
+d = 512, K = 10 against one float32 Gram X^T X (``bench_metrics.py``'s). The targets of issue 49: every experiment
+<= 10 minutes, all <= 60, the step >= 40% of the matmul rate, the metrics <= 2 Grams.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.util
+import json
+import time
+from pathlib import Path
+
+import torch
+
+from ncbook import metrics
+from ncbook.registry import EXPERIMENTS
+
+HERE = Path(__file__).resolve().parent
+
+
+def length_field(cfg) -> str:
+    """The field that sets how long a configuration trains."""
+    have = {f.name for f in dataclasses.fields(cfg)}
+    return next(f for f in ("steps", "epochs", "checkpoints") if f in have)
+
+
+def cut(cfg, units: int):
+    """``cfg`` trained for ``units`` of its length, recording once, at the end."""
+    field = length_field(cfg)
+    have = {f.name for f in dataclasses.fields(cfg)}
+    if field == "checkpoints":
+        return dataclasses.replace(cfg, checkpoints=(0, units))
+    out = {field: units}
+    for every in ("record_every", "every", "record_every_epochs"):
+        if every in have:
+            out[every] = units
+    return dataclasses.replace(cfg, **out)
+
+
+def full_length(cfg) -> int:
+    field = length_field(cfg)
+    return max(cfg.checkpoints) if field == "checkpoints" else getattr(cfg, field)
+
+
+def sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def timed_run(name: str, cfg, device: str) -> float:
+    sync(device)
+    t0 = time.perf_counter()
+    EXPERIMENTS[name].run(cfg, device=device, progress=False)
+    sync(device)
+    return time.perf_counter() - t0
+
+
+def predict(name: str, device: str, short: int) -> dict:
+    """Wall times of the gpu configuration cut to ``short`` and ``2 short`` units, the rate, the prediction."""
+    cfg = EXPERIMENTS[name].config("gpu")
+    total = full_length(cfg)
+    short = min(short, max(1, total // 2))
+    t1, t2 = (timed_run(name, cut(cfg, n), device) for n in (short, 2 * short))
+    rate = max(t2 - t1, 1e-9) / short
+    unit = {"checkpoints": "steps"}.get(length_field(cfg), length_field(cfg))
+    return {"experiment": name, "unit": unit, "full": total, "short_s": round(t1, 3), "s_per_unit": rate,
+            "predicted_s": round(t1 + (total - short) * rate, 1), "separated": t2 - t1 > 0.1 * t1}
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def step_against_matmul(device: str, steps: int = 20) -> dict:
+    """ncbook's training step (``train.train``: full batch, momentum, weight decay, the divergence check) of the
+    Jacot-size network (9 layers of 256 on N = 5,000) in FLOP/s over the dense float32 matmul rate: the difference
+    of ``steps`` and ``2 steps`` steps, each with one record at the end."""
+    from ncbook.nets import MLP
+    from ncbook.train import TrainConfig, train
+
+    bench = _load("bench_training")
+    widths, n = [784] + [256] * 8 + [10], 5000
+    x = torch.randn(n, widths[0], device=device, generator=torch.Generator(device=device).manual_seed(0))
+    y = torch.arange(n, device=device) % 10
+
+    def run(k: int) -> float:
+        torch.manual_seed(0)
+        model = MLP(widths, 5).to(device)
+        cfg = TrainConfig(steps=k, lr=1e-3, weight_decay=1e-3, momentum=0.9, record_every=k)
+        sync(device)
+        t0 = time.perf_counter()
+        train(model, x, y, cfg, progress=False)
+        sync(device)
+        return time.perf_counter() - t0
+
+    run(2)                                                 # warm-up
+    step_s = max(run(2 * steps) - run(steps), 1e-9) / steps
+    rate = bench.matmul_flops(device)
+    flops = bench.step_flops(widths, n) / step_s
+    return {"step_ms": round(step_s * 1e3, 3), "step_flops_per_s": flops, "matmul_flops_per_s": rate,
+            "fraction_of_matmul": round(flops / rate, 3)}
+
+
+def metrics_against_gram(device: str, n: int = 50_000, d: int = 512, k: int = 10) -> dict:
+    """The full metric suite (``metrics.nc_metrics``, NC3 included) over one float32 Gram X^T X."""
+    g = torch.Generator(device=device).manual_seed(0)
+    X = torch.randn(n, d, device=device, generator=g)
+    y = torch.randint(0, k, (n,), device=device, generator=g)
+    W = torch.randn(k, d, device=device, generator=g)
+
+    def timed(fn, reps: int = 5) -> float:
+        fn()
+        sync(device)
+        best = float("inf")
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            fn()
+            sync(device)
+            best = min(best, time.perf_counter() - t0)
+        return best
+
+    gram = timed(lambda: X.T @ X)
+    suite = timed(lambda: metrics.nc_metrics(X, y, W, k))
+    return {"gram_ms": round(gram * 1e3, 3), "suite_ms": round(suite * 1e3, 3),
+            "suite_over_gram": round(suite / gram, 2)}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--only", nargs="+", choices=sorted(EXPERIMENTS), default=list(EXPERIMENTS))
+    p.add_argument("--short", type=int, default=20, help="units (steps or epochs) of the shorter timed run")
+    p.add_argument("--json", type=Path, default=None, help="also write every figure here")
+    args = p.parse_args()
+    rows = []
+    for name in args.only:
+        row = predict(name, args.device, args.short)
+        rows.append(row)
+        print(f"{name:<22} {row['full']:>8} {row['unit']:<7} {row['s_per_unit'] * 1e3:>10.2f} ms each, "
+              f"predicted {row['predicted_s'] / 60:>7.1f} min"
+              + ("" if row["separated"] else " (the two timed runs too close to separate: raise --short)"), flush=True)
+    total = sum(r["predicted_s"] for r in rows)
+    print(f"all {len(rows)}: {total / 60:.1f} min predicted (targets: each <= 10 min, all <= 60)")
+    step = step_against_matmul(args.device)
+    print(f"Jacot-size step: {step['step_ms']} ms, {step['fraction_of_matmul']:.0%} of the float32 matmul rate "
+          f"({step['matmul_flops_per_s'] / 1e12:.1f} TFLOP/s; target >= 40%)")
+    suite = metrics_against_gram(args.device)
+    print(f"metric suite, N = 50,000, d = 512: {suite['suite_ms']} ms = {suite['suite_over_gram']} Grams "
+          f"(one Gram {suite['gram_ms']} ms; target <= 2)")
+    if args.json:
+        args.json.write_text(json.dumps({"device": args.device, "experiments": rows, "step": step,
+                                         "metrics": suite}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
