@@ -73,16 +73,12 @@ def _joined_parts(values: list[ast.AST]) -> list[ast.AST]:
             out[-1] = ast.Constant(value=out[-1].value + value.value)
         elif not (text and value.value == ""):
             out.append(value)
-    return [v for v in out if not (isinstance(v, ast.Constant) and v.value == "")]
-
-
-def _dump(tree: ast.AST) -> str:
-    return normal_text(tree)
+    return out
 
 
 def normal_form_of(source: str) -> str:
     """The normal form of source code: its syntax tree without docstrings, positions or comments."""
-    return _dump(syntax_tree(source))
+    return normal_text(syntax_tree(source))
 
 
 def _local_imports(tree: ast.AST, module: str) -> dict[str, Any]:
@@ -121,7 +117,7 @@ def _analysis(obj: Any) -> tuple[str, tuple[tuple[str, Any], ...]]:
     """What is hashed for a function or class (the normal form of its source) and what it refers to, from one parse
     (computed once per object: the experiments share most of their code)."""
     tree = syntax_tree(inspect.getsource(obj))
-    return _dump(tree), tuple(_references(obj, tree))
+    return normal_text(tree), tuple(_references(obj, tree))
 
 
 def behind(value: Any) -> list[Any]:
