@@ -203,6 +203,13 @@ _EOS_STABLE = ("Learning rates 2e-4, 5e-4 and 1e-3: on all 1,797 digits the summ
                "Weight decay 0.018 = 0.001 x 1797/100: the summed loss grows with the samples, so this keeps the "
                "cpu scale's balance of data term and regulariser (lambda / N).")
 
+_TIRER_MSE = ("Square loss: PyTorch's nn.MSELoss, (1/(NK)) ||Z - Y||^2, the mean over samples and classes, as in the "
+              "code of the baseline Tirer et al. follow (Zhu et al. 2021; their experiments do not state it, their "
+              "theory writes (1/(2Kn)) ||Z - Y||^2, the book's (1/(2N)) ||Z - Y||^2). It is 2/K = 1/5 of the book's: "
+              "under the book's, the same lr and weight decays would take K/2 = 5 times the step with 1/5 of the "
+              "weight decay's pull relative to the data term, and ResNet18 at lr 0.05 diverges within 5 steps "
+              "(tests/test_first_steps.py). The cpu ablation under the other reading: --set mse_over_classes=False.")
+
 _PHASES_STABLE = ("Learning rates 1e-4 and 2e-4: on all 1,797 digits the summed loss's Hessian at initialisation has "
                   "top eigenvalue 189 (the cpu scale's network on 100 digits: 3.8), so GD is stable at the start "
                   "only below 2/189 = 0.011; these put lr times that eigenvalue at 0.019 and 0.038, as the cpu "
@@ -476,13 +483,13 @@ EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
                       "MLP 784-128-128-128-10 instead of ResNet18 (2 cores cannot train ResNet18s in the time), "
                       "for 500 epochs instead of 100: an epoch of 5,000 digits is 20 steps where the paper's is 118 "
                       "(MNIST 3K per class) to 196 (CIFAR-10), and 500 epochs give λt 1.1 against the paper's 1.3 "
-                      "to 2.2 (ncbook.scaling); 100 epochs gave 0.22.",
+                      "to 2.2 (ncbook.scaling); 100 epochs gave 0.22. " + _TIRER_MSE,
                "gpu": "App. E.2 exactly (ResNet18, SGD batch 256, lr 0.05 / 10 at 40% and 80%, momentum 0.9, weight "
                         "decay 5e-4, 100 epochs, MSE and CE) on MNIST-5k, one seed (each further seed: --seeds N, 8 "
-                        "more minutes).",
+                        "more minutes). " + _TIRER_MSE,
                "paper": "Tirer et al. Sec. 6 / App. E.2 exactly: ResNet18, SGD batch 256, lr 0.05 / 10 every 40 "
                         "epochs, momentum 0.9, weight decay 5e-4, 100 epochs, 3 seeds. Figs. 4-5 and Table 1's "
-                        "MNIST columns: --set dataset=mnist --set per_class=3000 (or 5000)."},
+                        "MNIST columns: --set dataset=mnist --set per_class=3000 (or 5000). " + _TIRER_MSE},
     ),
     Experiment(
         name="tirer_blur",

@@ -9,7 +9,7 @@ Fig. 1 / 4 is ``jacot_mlp`` of :mod:`ncbook.experiments`. Tirer et al. Sec. 6 / 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -394,14 +394,28 @@ class WeightDecayAblation(TirerSGD):
     no last-layer bias, and with cross-entropy and a bias."""
 
     losses: tuple[str, ...] = ("mse", "ce")
+    mse_over_classes: bool = True
 
     def __post_init__(self):
         super().__post_init__()
         if not set(self.losses) <= {"mse", "ce"} or not self.losses:
             raise ValueError(f"losses must be among 'mse', 'ce', got {self.losses}")
 
-    def train_configs(self, num_samples: int, loss: str) -> list[TrainConfig]:
-        return [self.train_config(num_samples, loss, h, w) for h, w in ablation_decays(self.weight_decay)]
+    def loss_scale(self, loss: str, num_classes: int) -> float:
+        """Tirer et al.'s square loss over the book's: with ``mse_over_classes`` (the default) PyTorch's
+        ``nn.MSELoss``, the mean over samples and classes (1/(NK)) ||Z - Y||_F^2, as in the code of the baseline they
+        follow (Zhu et al. 2021), 2/K times the book's (1/(2N)) ||Z - Y||_F^2 (``train.square_loss``); 1 for the
+        book's own and for cross-entropy."""
+        return 2 / num_classes if loss == "mse" and self.mse_over_classes else 1.0
+
+    def train_configs(self, num_samples: int, loss: str, num_classes: int = 10) -> list[TrainConfig]:
+        """The five settings' SGD runs. Under a loss s L (s = :meth:`loss_scale`, L the trainers' loss) SGD with
+        momentum at lr eta and weight decays lambda takes the steps SGD takes on L at lr s eta with weight decays
+        lambda / s (every gradient, velocity and step is linear in them): that is how it runs, its recorded
+        objective multiplied by s."""
+        scale = self.loss_scale(loss, num_classes)
+        return [replace(self.train_config(num_samples, loss, h / scale, w / scale), lr=self.lr * scale)
+                for h, w in ablation_decays(self.weight_decay)]
 
 
 def tirer_layer_names(arch: str, hidden: tuple[int, ...]) -> list[str]:
@@ -443,12 +457,14 @@ def run_weight_decay_ablation(cfg: WeightDecayAblation, device: str = "cpu", pro
     """Arrays [loss, seed, setting, record(, layer)]."""
     X, y = _image_data(cfg.dataset, cfg.per_class, device, cfg.data_root, cfg.download, cfg.arch == "mlp")
     parts = []
+    K = int(y.max()) + 1
     for loss in cfg.losses:
         hists = []
         for seed in cfg.seeds:
-            hists += _train_settings(cfg.arch, cfg.hidden, X, y, cfg.train_configs(len(y), loss), seed, device,
+            hists += _train_settings(cfg.arch, cfg.hidden, X, y, cfg.train_configs(len(y), loss, K), seed, device,
                                      progress, checkpoint, f"{loss}-{seed}")
         parts.append(_stack_histories(hists, (len(cfg.seeds), len(ABLATIONS))))
+        parts[-1]["loss"] = parts[-1]["loss"] * cfg.loss_scale(loss, K)          # in the loss's own units
     out = {k: np.stack([p[k] for p in parts]) for k in parts[0] if k != "steps"}
     return out | {"steps": parts[0]["steps"], "epochs": parts[0]["steps"] / cfg.steps_per_epoch(len(y)),
                   "seeds": np.array(cfg.seeds), "weight_decays": np.array(ablation_decays(cfg.weight_decay)),
