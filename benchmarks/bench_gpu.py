@@ -1,16 +1,17 @@
 """What a GPU session can make: every gpu-scale experiment's rate and predicted full wall time, in one command (run
 it on the GPU; it also runs on a CPU, where it takes far longer):
 
-    python benchmarks/bench_gpu.py [--device cuda] [--only jacot_mlp tirer_blur] [--short 20]
+    python benchmarks/bench_gpu.py [--device cuda] [--only jacot_mlp tirer_blur] [--short 20] [--short-epochs 1]
+                                   [--budget-s 240] [--json out.json]
 
-For each experiment its gpu configuration runs twice, cut to ``--short`` and to twice that many units of its length
-(optimiser steps, epochs, or GD steps), with all its data, seeds and settings, one record at the end; the rate is
-the difference of the two wall times over the difference of the lengths (so setup, data loading and compilation
-cancel), and the prediction is the short run's time plus the rest of the length at that rate (records along the way,
-a few percent of a run, are left out). Then, side by side in the same run: the Jacot-size training step
-(``bench_training.py``'s case) against the dense float32 matmul rate, and the full metric suite on N = 50,000,
-d = 512, K = 10 against one float32 Gram X^T X (``bench_metrics.py``'s). The targets of issue 49: every experiment
-<= 10 minutes, all <= 60, the step >= 40% of the matmul rate, the metrics <= 2 Grams.
+For each experiment its gpu configuration runs twice, cut to ``--short`` steps (``--short-epochs`` epochs) and to twice
+that many units of its length (optimiser steps, epochs, or GD steps), with all its data, seeds and settings, one record
+at the end; the rate is the difference of the two wall times over the difference of the lengths (so setup, data loading
+and compilation cancel), and the prediction is the short run's time plus the rest of the length at that rate (records
+along the way, a few percent of a run, are left out). Then, side by side in the same run: the Jacot-size training step
+(``bench_training.py``'s case) against the dense float32 matmul rate, and the full metric suite on N = 50,000, d = 512,
+K = 10 against one float32 Gram X^T X (``bench_metrics.py``'s). The targets of issue 49: every experiment <= 10 minutes,
+all <= 60, the step >= 40% of the matmul rate, the metrics <= 2 Grams.
 """
 
 from __future__ import annotations
@@ -67,11 +68,12 @@ def timed_run(name: str, cfg, device: str) -> float:
     return time.perf_counter() - t0
 
 
-def predict(name: str, device: str, short: int) -> dict:
-    """Wall times of the gpu configuration cut to ``short`` and ``2 short`` units, the rate, the prediction."""
+def predict(name: str, device: str, short: int, short_epochs: int = 1) -> dict:
+    """Wall times of the gpu configuration cut to ``short`` and ``2 short`` units (``short_epochs`` where the unit
+    is an epoch), the rate, the prediction."""
     cfg = EXPERIMENTS[name].config("gpu")
     total = full_length(cfg)
-    short = min(short, max(1, total // 2))
+    short = min(short_epochs if length_field(cfg) == "epochs" else short, max(1, total // 2))
     t1, t2 = (timed_run(name, cut(cfg, n), device) for n in (short, 2 * short))
     rate = max(t2 - t1, 1e-9) / short
     unit = {"checkpoints": "steps"}.get(length_field(cfg), length_field(cfg))
@@ -144,18 +146,26 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--only", nargs="+", choices=sorted(EXPERIMENTS), default=list(EXPERIMENTS))
-    p.add_argument("--short", type=int, default=20, help="units (steps or epochs) of the shorter timed run")
+    p.add_argument("--short", type=int, default=20, help="steps of the shorter timed run")
+    p.add_argument("--short-epochs", type=int, default=1, help="epochs of the shorter timed run, where the unit is "
+                   "an epoch")
+    p.add_argument("--budget-s", type=float, default=float("inf"), help="time no further experiment once this many "
+                   "seconds have passed (they are listed as not timed); the step and metric figures are always made")
     p.add_argument("--json", type=Path, default=None, help="also write every figure here")
     args = p.parse_args()
-    rows = []
+    rows, untimed, start = [], [], time.monotonic()
     for name in args.only:
-        row = predict(name, args.device, args.short)
+        if time.monotonic() - start > args.budget_s:
+            untimed.append(name)
+            continue
+        row = predict(name, args.device, args.short, args.short_epochs)
         rows.append(row)
         print(f"{name:<22} {row['full']:>8} {row['unit']:<7} {row['s_per_unit'] * 1e3:>10.2f} ms each, "
               f"predicted {row['predicted_s'] / 60:>7.1f} min"
               + ("" if row["separated"] else " (the two timed runs too close to separate: raise --short)"), flush=True)
     total = sum(r["predicted_s"] for r in rows)
-    print(f"all {len(rows)}: {total / 60:.1f} min predicted (targets: each <= 10 min, all <= 60)")
+    print(f"all {len(rows)}: {total / 60:.1f} min predicted (targets: each <= 10 min, all <= 60)"
+          + (f"; not timed (--budget-s spent): {', '.join(untimed)}" if untimed else ""))
     step = step_against_matmul(args.device)
     print(f"Jacot-size step: {step['step_ms']} ms, {step['fraction_of_matmul']:.0%} of the float32 matmul rate "
           f"({step['matmul_flops_per_s'] / 1e12:.1f} TFLOP/s; target >= 40%)")
@@ -163,7 +173,9 @@ def main() -> None:
     print(f"metric suite, N = 50,000, d = 512: {suite['suite_ms']} ms = {suite['suite_over_gram']} Grams "
           f"(one Gram {suite['gram_ms']} ms; target <= 2)")
     if args.json:
-        args.json.write_text(json.dumps({"device": args.device, "experiments": rows, "step": step,
+        args.json.write_text(json.dumps({"device": args.device, "torch": torch.__version__,
+                                         "gpu": torch.cuda.get_device_name() if args.device.startswith("cuda")
+                                         else None, "experiments": rows, "not_timed": untimed, "step": step,
                                          "metrics": suite}, indent=1))
 
 
