@@ -26,7 +26,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from . import cache, cost, scaling
+from . import cache, claims, cost, scaling
 from .registry import EXPERIMENTS, SCALES, conform, get_experiment
 from .runner import (
     Run,
@@ -111,7 +111,8 @@ def cmd_list(args) -> int:
                     print(f"  [{scale} vs paper] {scaling.governing_text(name, scale)}")
         return 0
     shipped, device = shipped_cost(), resolve_device(args.device)
-    rows = [("experiment", "scale", "status", "wall time", "size", "FLOPs", f"est. {device}", "description")]
+    rows = [("experiment", "scale", "status", "wall time", "size", "FLOPs", f"est. {device}", "claim rows",
+             "description")]
     for name, exp in EXPERIMENTS.items():      # every scale, then the stored sweep points and overrides
         for tag in [*exp.scales, *(t for n, t in stored_tags() if n == name and t not in exp.scales)]:
             try:
@@ -120,10 +121,13 @@ def cmd_list(args) -> int:
             except cache.CacheError as err:
                 status = {"missing": "not cached"}.get(err.kind, err.kind)
             rows.append((name, tag, status, *_cost_columns(shipped, name, tag), *_estimate(name, tag, device),
+                         claims.verdicts_reading(name, tag) if status == "cached" else "",
                          exp.description if tag == "tiny" else ""))
     _table(rows)
     print(f"\nFLOPs: the matrix products of training and recording; est. {device}: those at this {device}'s measured "
-          "large-product rate plus each step's per-layer overhead (ncbook/cost.py); real runs take 1-6x longer")
+          "large-product rate plus each step's per-layer overhead (ncbook/cost.py); real runs take 1-6x longer. "
+          "Claim rows: the rows of chapters 8 (Jacot) and 9 (Tirer)'s claims tables that this result gives a verdict "
+          "(the cpu column, or the column of its scale)")
     total_wall = sum(w for w, _ in shipped.values())
     total_size = sum(b for _, b in shipped.values())
     print(f"{len(shipped)} stored results: {total_wall / 60:.1f} min of recorded wall time, {total_size / 1e6:.2f} MB")
@@ -373,8 +377,13 @@ def main(argv: list[str] | None = None) -> int:
     im.add_argument("--replace", action="store_true", help="take an imported result where a different current "
                     "result of the same tag is here")
     args = p.parse_args(argv)
-    return {"list": cmd_list, "run": cmd_run, "sweep": cmd_sweep, "verify": cmd_verify,
-            "import": cmd_import}[args.command](args)
+    try:
+        return {"list": cmd_list, "run": cmd_run, "sweep": cmd_sweep, "verify": cmd_verify,
+                "import": cmd_import}[args.command](args)
+    except KeyboardInterrupt:       # Ctrl-C, or run --all stopping a run at its budget: one line, no traceback
+        print(f"{args.command}: interrupted; nothing half-written is kept, a stopped run's last checkpoint is (the "
+              "same command resumes it)", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

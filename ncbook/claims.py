@@ -188,9 +188,34 @@ class ClaimsTable:
 
     claims: list[Claim]
     title: str = ""
+    beside: dict[str, dict[tuple[str, str], Claim]] = field(default_factory=dict)
+    """Other scales' verdicts of the same claims (:func:`claims_at`), a column each; "not run" where one has none."""
+    scale: str = ""
+
+    def _other(self, scale: str, c: Claim, numbers: bool = False) -> str:
+        o = self.beside[scale].get((c.where, c.claim))
+        if o is None:
+            return "not run"
+        return f"{o.verdict}: {o.count}" + (f"; ours: {o.numbers}; governing: {o.governing}" if numbers else "")
+
+    def _unmatched(self) -> list[tuple[str, Claim]]:
+        """Claims of another scale with no row of this one (the same sentence read on another configuration)."""
+        have = {(c.where, c.claim) for c in self.claims}
+        return [(s, o) for s, by in self.beside.items() for key, o in by.items() if key not in have]
 
     def __repr__(self) -> str:
-        return (f"--- {self.title} ---\n" if self.title else "") + format_claims(self.claims)
+        lines = [f"--- {self.title} ---"] if self.title else []
+        for c in self.claims:
+            lines += [str(c)] + [textwrap.fill(f"at {s}: {self._other(s, c, numbers=True)}", WRAP,
+                                               initial_indent="    ", subsequent_indent="    ") for s in self.beside]
+        lines += [f"only at {s}: {o}" for s, o in self._unmatched()]
+        return "\n".join(lines + [self._counts()])
+
+    def _counts(self) -> str:
+        out = (f"{self.scale}: " if self.beside and self.scale else "") + verdict_counts(self.claims)
+        for s, by in self.beside.items():
+            out += f"; {s}: {verdict_counts(list(by.values()))} of the {len(by)} rows run"
+        return out
 
     HEADS = ("the paper's claim, by figure", "verdict: runs in which it holds")
     DETAIL_HEADS = ("where", "the paper's words, and the metric", "what each run must show",
@@ -202,28 +227,45 @@ class ClaimsTable:
         folded."""
         e = html.escape
 
-        def row(heads, values, verdict=""):
+        def row(heads, values, verdicts=()):
+            """A row; ``verdicts``: the verdict coloring each column from the second on ("" for none)."""
+            colour = dict(enumerate(verdicts, start=1))
             return "<tr>" + "".join(
-                f"<td data-label='{h}'" + (f" class='verdict-{verdict}'" if verdict and i == len(heads) - 1 else "")
+                f"<td data-label='{h}'" + (f" class='verdict-{colour[i]}'" if colour.get(i) else "")
                 + f">{x}</td>" for i, (h, x) in enumerate(zip(heads, values))) + "</tr>"
+
+        def css(verdict: str) -> str:
+            return verdict.replace(" ", "-")
 
         def head(heads):
             return "<thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in heads) + "</tr></thead>"
 
+        heads = self.HEADS if not self.beside else (
+            self.HEADS[0], f"verdict at {self.scale}: runs in which it holds",
+            *(f"at {s}" for s in self.beside))
         rows, details, where = "", "", None
         for c in self.claims:
             if c.where != where:
                 where = c.where
-                rows += f"<tr class='claims-group'><th colspan='2'>{e(where)}</th></tr>"
+                rows += f"<tr class='claims-group'><th colspan='{len(heads)}'>{e(where)}</th></tr>"
             k, n = int(np.sum(c.holds)), int(np.size(c.holds))
-            rows += row(self.HEADS, (e(c.claim), f"<b>{e(c.verdict)}</b>, {k} of {n} {e(c.runs)}"),
-                        c.verdict.replace(" ", "-"))
+            found = [self.beside[s].get((c.where, c.claim)) for s in self.beside]
+            rows += row(heads, (e(c.claim), f"<b>{e(c.verdict)}</b>, {k} of {n} {e(c.runs)}",
+                                *(f"<b>{e(o.verdict)}</b>, {e(o.count)}" if o else "not run" for o in found)),
+                        (css(c.verdict), *(css(o.verdict) if o else "" for o in found)))
             words = e(c.paper) + f"<br><span class='claim-metric'>{e(c.metric)}</span>"
+            ours = unbroken_numbers(c.numbers) + "".join(
+                f"<br><i>at {e(s)}:</i> {unbroken_numbers(o.numbers)}" for s, o in zip(self.beside, found) if o)
             details += row(self.DETAIL_HEADS, (f"<b>{e(c.where)}</b>", words,
                                                e(c.criterion) + f"<br><i>{e(c.verdict)}: {e(c.count)}</i>",
-                                               unbroken_numbers(c.numbers), unbroken_numbers(c.governing)))
-        caption = e((self.title + ": " if self.title else "") + verdict_counts(self.claims))
-        return (f"<table class='ncbook-claims'><caption>{caption}</caption>{head(self.HEADS)}<tbody>{rows}</tbody>"
+                                               ours, unbroken_numbers(c.governing)))
+        for s, o in self._unmatched():
+            rows += row(heads, (e(f"[{o.where}] {o.claim}"), "not run",
+                                *(f"<b>{e(o.verdict)}</b>, {e(o.count)}" if t == s else "not run"
+                                  for t in self.beside)),
+                        ("", *(css(o.verdict) if t == s else "" for t in self.beside)))
+        caption = e((self.title + ": " if self.title else "") + self._counts())
+        return (f"<table class='ncbook-claims'><caption>{caption}</caption>{head(heads)}<tbody>{rows}</tbody>"
                 f"</table><details class='ncbook-claims-detail'><summary>Each claim in full: the paper's words and "
                 f"metric, what each run must show, our numbers, the governing quantities</summary>"
                 f"<table class='ncbook-claims ncbook-claims-full'>{head(self.DETAIL_HEADS)}<tbody>{details}</tbody>"
@@ -664,6 +706,69 @@ def tirer_claims(results: dict[str, dict], losses: tuple[str, ...], blurred: tup
     """Every claim of Tirer et al. on cached ``results`` (by experiment name; the 300-per-class ablation as
     "tirer_wd_ablation@300"), each checked on every run."""
     return [evaluate(s, results, _governing(s, scale)) for s in tirer_specs(losses, blurred)]
+
+
+RESULTS = {"Jacot": ("jacot_mlp", "jacot_resnet_fig1", "jacot_head_depth", "jacot_resnet_head", "jacot_nonlinear_depth",
+                     *EXTRA),
+           "Tirer": ("tirer_layerwise", "tirer_wd_ablation", "tirer_wd_ablation@300", "tirer_blur")}
+"""The results (names of :data:`GOVERNS`) each paper's claims read."""
+
+
+def cached_results(paper: str, scale: str, root=None) -> dict[str, dict]:
+    """Those of ``paper``'s results (:data:`RESULTS`) that are cached and current at ``scale``, by name."""
+    from .runner import cached_scales, get
+
+    out = {}
+    for name in RESULTS[paper]:
+        exp, overrides = GOVERNS[name]
+        if scale in cached_scales(exp, root, **overrides):
+            out[name] = get(exp, scale, root, **overrides)
+    return out
+
+
+def claims_at(paper: str, scale: str, results: dict[str, dict]) -> dict[tuple[str, str], Claim]:
+    """Every claim of ``paper`` ("Jacot" or "Tirer") whose result is among ``results`` (at ``scale``), checked on
+    every run, by (where, claim): the claims of a scale where only some results exist."""
+    runs = results
+    if paper == "Jacot":
+        runs = {k: _one_network(v) if k in ("jacot_mlp", "jacot_resnet_fig1") else v for k, v in results.items()}
+    specs = specs_at(paper, scale, tuple(k for k in EXTRA if k in results))
+    return {(s.where, s.claim): evaluate(s, runs, _governing(s, scale)) for s in specs if s.result in runs}
+
+
+def specs_at(paper: str, scale: str, extra: tuple[str, ...] = tuple(EXTRA)) -> list[Spec]:
+    """``paper``'s claims as read on the configurations of ``scale`` (Jacot's with the runs ``extra`` beside it)."""
+    if paper == "Jacot":
+        return jacot_specs(scale, extra)
+    return tirer_specs(get_experiment("tirer_wd_ablation").config(scale).losses,
+                       get_experiment("tirer_blur").config(scale).blurred)
+
+
+def verdicts_reading(name: str, tag: str) -> str:
+    """How many claim rows of each paper read experiment ``name``'s stored result ``tag`` (a scale, or a scale with
+    overrides): "Tirer 1", or "" where none does (``python -m ncbook list``: which scale each verdict comes from)."""
+    from .runner import Run
+
+    scale = tag.split("--")[0]
+    if scale not in get_experiment(name).scales:
+        return ""
+    out = []
+    for paper, names in RESULTS.items():
+        hits = {r for r in names if GOVERNS[r][0] == name and Run.of(name, scale, **GOVERNS[r][1]).tag == tag}
+        count = sum(s.result in hits for s in specs_at(paper, scale)) if hits else 0
+        out += [f"{paper} {count}"] if count else []
+    return ", ".join(out)
+
+
+def beside_scales(paper: str, shown: str = "cpu", scales: tuple[str, ...] = ("cpu", "gpu", "paper"),
+                  root=None) -> dict[str, dict[tuple[str, str], Claim]]:
+    """The verdicts of every scale but ``shown`` at which at least one of ``paper``'s results is cached, for the
+    columns beside ``shown``'s (:class:`ClaimsTable`); none where no such result exists."""
+    out = {}
+    for scale in scales:
+        if scale != shown and (results := cached_results(paper, scale, root)):
+            out[scale] = claims_at(paper, scale, results)
+    return out
 
 
 def _one_network(r: dict) -> dict:

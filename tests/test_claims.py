@@ -144,3 +144,70 @@ def test_numbers_in_claims_tables_stay_on_one_line():
     out = unbroken_numbers("NC1: 8.91e-05 ± 1e-06 (>1e12 to 3,000); a<b")
     assert "<span class='n'>8.91e-05</span>" in out and "<span class='n'>>1e12</span>" not in out
     assert "<span class='n'>&gt;1e12</span>" in out and "<span class='n'>3,000</span>" in out and "a&lt;b" in out
+
+
+def _tirer_cpu_rows():
+    from ncbook.registry import get_experiment
+
+    results = claims.cached_results("Tirer", "cpu")
+    return claims.tirer_claims(results, get_experiment("tirer_wd_ablation").config("cpu").losses,
+                               get_experiment("tirer_blur").config("cpu").blurred, "cpu")
+
+
+def test_a_scale_beside_the_cpu_gives_its_verdict_where_its_result_exists_and_not_run_elsewhere():
+    """Issue 49, point 5: another scale's column holds the verdict of every row whose result it has (the same
+    judgement as its own table would give) and "not run" on the others; with no other scale the table is the cpu
+    table alone, as before."""
+    rows = _tirer_cpu_rows()
+    layerwise = claims.evaluate(next(s for s in claims.specs_at("Tirer", "cpu") if s.result == "tirer_layerwise"),
+                                claims.cached_results("Tirer", "cpu"))
+    fake = claims.Claim(layerwise.where, layerwise.claim, np.zeros(4, bool), "seeds", "made up")  # holds in none
+    beside = {"gpu": {(fake.where, fake.claim): fake}}
+    table = claims.ClaimsTable(rows, "Tirer", beside=beside, scale="cpu")
+    text, page = repr(table), table._repr_html_()
+    assert text.count("at gpu: not run") == len(rows) - 1
+    assert "at gpu: not reproduced: 0 of 4 seeds; ours: made up" in text
+    assert page.count(">not run<") == len(rows) - 1 and "<th>at gpu</th>" in page
+    assert "gpu: 0 reproduced, 0 partly, 1 not reproduced of the 1 rows run" in text
+    alone = claims.ClaimsTable(rows, "Tirer")
+    assert "at gpu" not in repr(alone) and "at gpu" not in alone._repr_html_()
+    assert "<th>verdict: runs in which it holds</th></tr>" in alone._repr_html_()
+
+
+def test_a_row_of_another_scale_with_no_cpu_row_is_shown_not_dropped():
+    rows = _tirer_cpu_rows()
+    odd = claims.Claim("Fig. 99", "a claim only the gpu configuration reads", np.ones(3, bool), "seeds", "1, 2, 3")
+    table = claims.ClaimsTable(rows, "Tirer", beside={"gpu": {(odd.where, odd.claim): odd}}, scale="cpu")
+    assert "only at gpu: [Fig. 99] a claim only the gpu configuration reads" in repr(table)
+    assert "[Fig. 99] a claim only the gpu configuration reads" in table._repr_html_()
+
+
+def test_every_claim_row_is_read_from_one_stored_result_and_list_counts_them():
+    """``python -m ncbook list``'s claim rows: summed over the cpu results, every row of both tables once."""
+    from ncbook.runner import stored_tags
+
+    counts = {"Jacot": 0, "Tirer": 0}
+    for name, tag in stored_tags():
+        if tag.split("--")[0] == "cpu":
+            for part in filter(None, claims.verdicts_reading(name, tag).split(", ")):
+                paper, n = part.split()
+                counts[paper] += int(n)
+    assert counts == {p: len(claims.specs_at(p, "cpu")) for p in counts}
+
+
+@pytest.mark.parametrize("path", ["README.md", "docs/details.md"])
+def test_the_verdict_counts_stated_in_the_readme_and_the_details_are_the_computed_ones(path):
+    """The prose states each paper's cpu verdict counts as "k reproduced, k partly, k not": the numbers the claims
+    tables compute from the shipped results (a remade result that changes a verdict fails here until the text
+    follows)."""
+    import re
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).resolve().parents[1] / path).read_text().split())
+    rows = {"Tirer": _tirer_cpu_rows(),
+            "Jacot": claims.jacot_claims(claims.cached_results("Jacot", "cpu"), "cpu")}
+    for paper, who in (("Jacot", "Jacot et al.'s"), ("Tirer", "Tirer et al.'s")):
+        found = re.search(who + r"(?: claims)?: (\d+) reproduced, (\d+) partly, (\d+) not", text)
+        assert found, (path, who)
+        counts = tuple(sum(c.verdict == v for c in rows[paper]) for v in ("reproduced", "partly", "not reproduced"))
+        assert tuple(map(int, found.groups())) == counts, (path, paper, counts)
