@@ -8,10 +8,11 @@ For each experiment its gpu configuration runs twice, cut to ``--short`` steps (
 that many units of its length (optimiser steps, epochs, or GD steps), with all its data, seeds and settings, one record
 at the end; the rate is the difference of the two wall times over the difference of the lengths (so setup, data loading
 and compilation cancel), and the prediction is the short run's time plus the rest of the length at that rate (records
-along the way, a few percent of a run, are left out). Then, side by side in the same run: the Jacot-size training step
+along the way, a few percent of a run, are left out). Side by side in the same run: the Jacot-size training step
 (``bench_training.py``'s case) against the dense float32 matmul rate, and the full metric suite on N = 50,000, d = 512,
-K = 10 against one float32 Gram X^T X (``bench_metrics.py``'s). The targets of issue 49: every experiment <= 10 minutes,
-all <= 60, the step >= 40% of the matmul rate, the metrics <= 2 Grams.
+K = 10 against one float32 Gram X^T X (``bench_metrics.py``'s), both measured first. ``--json`` is rewritten after each
+figure, so a session cut short keeps what it measured. The targets of issue 49: every experiment <= 10 minutes, all <=
+60, the step >= 40% of the matmul rate, the metrics <= 2 Grams.
 """
 
 from __future__ import annotations
@@ -153,31 +154,37 @@ def main() -> None:
                    "seconds have passed (they are listed as not timed); the step and metric figures are always made")
     p.add_argument("--json", type=Path, default=None, help="also write every figure here")
     args = p.parse_args()
+    out = {"device": args.device, "torch": torch.__version__,
+           "gpu": torch.cuda.get_device_name() if args.device.startswith("cuda") else None}
+
+    def save(**figures) -> None:
+        """Write what is measured so far (a session cut short keeps it): the step and metric figures first."""
+        out.update(figures)
+        if args.json:
+            args.json.write_text(json.dumps(out, indent=1))
+
+    step = step_against_matmul(args.device)
+    print(f"Jacot-size step: {step['step_ms']} ms, {step['fraction_of_matmul']:.0%} of the float32 matmul rate "
+          f"({step['matmul_flops_per_s'] / 1e12:.1f} TFLOP/s; target >= 40%)", flush=True)
+    suite = metrics_against_gram(args.device)
+    print(f"metric suite, N = 50,000, d = 512: {suite['suite_ms']} ms = {suite['suite_over_gram']} Grams "
+          f"(one Gram {suite['gram_ms']} ms; target <= 2)", flush=True)
     rows, untimed, start = [], [], time.monotonic()
+    save(step=step, metrics=suite, experiments=rows, not_timed=untimed)
     for name in args.only:
         if time.monotonic() - start > args.budget_s:
             untimed.append(name)
             continue
         row = predict(name, args.device, args.short, args.short_epochs)
         rows.append(row)
+        save()
         print(f"{name:<22} {row['full']:>8} {row['unit']:<7} {row['s_per_unit'] * 1e3:>10.2f} ms each, "
               f"predicted {row['predicted_s'] / 60:>7.1f} min"
               + ("" if row["separated"] else " (the two timed runs too close to separate: raise --short)"), flush=True)
+    save()
     total = sum(r["predicted_s"] for r in rows)
     print(f"all {len(rows)}: {total / 60:.1f} min predicted (targets: each <= 10 min, all <= 60)"
           + (f"; not timed (--budget-s spent): {', '.join(untimed)}" if untimed else ""))
-    step = step_against_matmul(args.device)
-    print(f"Jacot-size step: {step['step_ms']} ms, {step['fraction_of_matmul']:.0%} of the float32 matmul rate "
-          f"({step['matmul_flops_per_s'] / 1e12:.1f} TFLOP/s; target >= 40%)")
-    suite = metrics_against_gram(args.device)
-    print(f"metric suite, N = 50,000, d = 512: {suite['suite_ms']} ms = {suite['suite_over_gram']} Grams "
-          f"(one Gram {suite['gram_ms']} ms; target <= 2)")
-    if args.json:
-        args.json.write_text(json.dumps({"device": args.device, "torch": torch.__version__,
-                                         "gpu": torch.cuda.get_device_name() if args.device.startswith("cuda")
-                                         else None, "experiments": rows, "not_timed": untimed, "step": step,
-                                         "metrics": suite}, indent=1))
-
 
 if __name__ == "__main__":
     main()
