@@ -9,7 +9,11 @@ Two modes cooperate. The dispatch mode sees every ATen operation, the autograd e
 it runs factory operations asked for on ``meta`` on the CPU, tags results, and checks arguments. The function mode
 sees Python-level calls: it answers ``.device``, handles ``.to``/``.cpu``, and records which device each Python call
 works on, so that tensors a C++ kernel creates with ``self.options()`` (e.g. inside ``one_hot``) land where
-they would on a GPU: on the device of the call's inputs, or where a factory function's ``device`` points."""
+they would on a GPU: on the device of the call's inputs, or where a factory function's ``device`` points.
+
+The dispatch mode also counts ``host_reads``: every value read back from the device to the host (``.item()``,
+``bool()`` or ``float()`` of a device tensor, ``.tolist()``, ``.cpu()``), each of which waits for the device on a
+real GPU."""
 from __future__ import annotations
 
 import contextlib
@@ -58,6 +62,7 @@ class _Dispatch(TorchDispatchMode):
         self.on: set[int] = set()          # storage pointers of the tensors on the simulated device
         self.context: list[bool] = []      # the device of the Python-level calls in progress
         self.ops = 0
+        self.host_reads = 0                # values read back from the device to the host (.item(), bool(), .cpu()...)
 
     def holds(self, t: torch.Tensor) -> bool:
         return _ptr(t) in self.on
@@ -67,6 +72,8 @@ class _Dispatch(TorchDispatchMode):
         self.ops += 1
         name = func.overloadpacket.__name__
         tensors = _tensors((args, kwargs))
+        if name == "_local_scalar_dense" and self.holds(args[0]):        # .item(), bool(t), float(t): a host sync
+            self.host_reads += 1
         if "device" in kwargs and kwargs["device"] is not None:          # a factory operation
             on = _is_simulated(kwargs["device"])
             if on:
@@ -109,6 +116,7 @@ class _Function(TorchFunctionMode):
         if func is torch.Tensor.cpu:
             target = "cpu"
         if _is_simulated(target) is False and self.d.holds(self_t):
+            self.d.host_reads += 1
             out = func(self_t, *rest, **kwargs)
             if _ptr(out) == _ptr(self_t):
                 out = out.clone()
@@ -122,6 +130,9 @@ class _Function(TorchFunctionMode):
         kwargs = dict(kwargs or {})
         if func == torch.Tensor.device.__get__:
             return SIMULATED if self.d.holds(args[0]) else func(*args)
+        if func is torch.Tensor.tolist and self.d.holds(args[0]):
+            self.d.host_reads += 1
+            return func(*args, **kwargs)
         if func is torch.Tensor.numpy and self.d.holds(args[0]):
             raise DeviceMismatch("numpy() of a tensor on the device: call .cpu() first")
         if func in (torch.Tensor.to, torch.Tensor.cpu):
