@@ -4,15 +4,17 @@ it on the GPU; it also runs on a CPU, where it takes far longer):
     python benchmarks/bench_gpu.py [--device cuda] [--only jacot_mlp tirer_blur] [--short 20] [--short-epochs 1]
                                    [--budget-s 240] [--json out.json]
 
-For each experiment its gpu configuration runs twice, cut to ``--short`` steps (``--short-epochs`` epochs) and to twice
-that many units of its length (optimiser steps, epochs, or GD steps), with all its data, seeds and settings, one record
-at the end; the rate is the difference of the two wall times over the difference of the lengths (so setup, data loading
-and compilation cancel), and the prediction is the short run's time plus the rest of the length at that rate (records
-along the way, a few percent of a run, are left out). Side by side in the same run: the Jacot-size training step
-(``bench_training.py``'s case) against the dense float32 matmul rate, and the full metric suite on N = 50,000, d = 512,
-K = 10 against one float32 Gram X^T X (``bench_metrics.py``'s), both measured first. ``--json`` is rewritten after each
-figure, so a session cut short keeps what it measured. The targets of issue 49: every experiment <= 10 minutes, all <=
-60, the step >= 40% of the matmul rate, the metrics <= 2 Grams.
+For each experiment its gpu configuration runs three times, with all its data, seeds and settings: cut to ``--short``
+steps (``--short-epochs`` epochs) and to twice that many units of its length (optimiser steps, epochs, or GD steps),
+each recording at its start and end, and the longer again with one more record in the middle. The rate is the difference
+of the first two wall times over the difference of the lengths (so setup, data loading and compilation cancel), a
+record's cost the difference of the last two, and the prediction is the short run's time plus the rest of the length at
+that rate plus the full run's other records at that cost (records of Hessian eigenvalues or of every layer's metrics can
+be most of a run). Side by side in the same run: the Jacot-size training step (``bench_training.py``'s case) against the
+dense float32 matmul rate, and the full metric suite on N = 50,000, d = 512, K = 10 against one float32 Gram X^T X
+(``bench_metrics.py``'s), both measured first. ``--json`` is rewritten after each figure, so a session cut short keeps
+what it measured. The targets of issue 49: every experiment <= 10 minutes, all <= 60, the step >= 40% of the matmul
+rate, the metrics <= 2 Grams.
 """
 
 from __future__ import annotations
@@ -38,17 +40,28 @@ def length_field(cfg) -> str:
     return next(f for f in ("steps", "epochs", "checkpoints") if f in have)
 
 
-def cut(cfg, units: int):
-    """``cfg`` trained for ``units`` of its length, recording once, at the end."""
+RECORD_FIELDS = ("record_every", "every", "record_every_epochs")
+
+
+def cut(cfg, units: int, every: int | None = None):
+    """``cfg`` trained for ``units`` of its length, recording at the start and the end (and every ``every``)."""
     field = length_field(cfg)
     have = {f.name for f in dataclasses.fields(cfg)}
     if field == "checkpoints":
-        return dataclasses.replace(cfg, checkpoints=(0, units))
+        return dataclasses.replace(cfg, checkpoints=tuple(range(0, units + 1, every or units)))
     out = {field: units}
-    for every in ("record_every", "every", "record_every_epochs"):
-        if every in have:
-            out[every] = units
+    for name in RECORD_FIELDS:
+        if name in have:
+            out[name] = every or units
     return dataclasses.replace(cfg, **out)
+
+
+def records(cfg) -> int | None:
+    """How many records the full configuration makes (start and end included); None if it has no record setting."""
+    if length_field(cfg) == "checkpoints":
+        return len(cfg.checkpoints)
+    every = next((getattr(cfg, f) for f in RECORD_FIELDS if hasattr(cfg, f)), None)
+    return None if not every else full_length(cfg) // every + 1
 
 
 def full_length(cfg) -> int:
@@ -71,15 +84,20 @@ def timed_run(name: str, cfg, device: str) -> float:
 
 def predict(name: str, device: str, short: int, short_epochs: int = 1) -> dict:
     """Wall times of the gpu configuration cut to ``short`` and ``2 short`` units (``short_epochs`` where the unit
-    is an epoch), the rate, the prediction."""
+    is an epoch) recording at both ends, and ``2 short`` recording once more in the middle: the rate per unit, the
+    cost of one record, and the prediction of the full run with all its records."""
     cfg = EXPERIMENTS[name].config("gpu")
     total = full_length(cfg)
     short = min(short_epochs if length_field(cfg) == "epochs" else short, max(1, total // 2))
-    t1, t2 = (timed_run(name, cut(cfg, n), device) for n in (short, 2 * short))
+    t1, t2, t3 = (timed_run(name, cut(cfg, n, every), device)
+                  for n, every in ((short, None), (2 * short, None), (2 * short, short)))
     rate = max(t2 - t1, 1e-9) / short
+    record_s = max(t3 - t2, 0.0)
+    extra = max((records(cfg) or 2) - 2, 0)
     unit = {"checkpoints": "steps"}.get(length_field(cfg), length_field(cfg))
     return {"experiment": name, "unit": unit, "full": total, "short_s": round(t1, 3), "s_per_unit": rate,
-            "predicted_s": round(t1 + (total - short) * rate, 1), "separated": t2 - t1 > 0.1 * t1}
+            "record_s": round(record_s, 3), "records": extra + 2,
+            "predicted_s": round(t1 + (total - short) * rate + extra * record_s, 1), "separated": t2 - t1 > 0.1 * t1}
 
 
 def _load(name: str):
@@ -179,7 +197,7 @@ def main() -> None:
         rows.append(row)
         save()
         print(f"{name:<22} {row['full']:>8} {row['unit']:<7} {row['s_per_unit'] * 1e3:>10.2f} ms each, "
-              f"predicted {row['predicted_s'] / 60:>7.1f} min"
+              f"{row['records']:>4} records of {row['record_s']:.2f} s, predicted {row['predicted_s'] / 60:>7.1f} min"
               + ("" if row["separated"] else " (the two timed runs too close to separate: raise --short)"), flush=True)
     save()
     total = sum(r["predicted_s"] for r in rows)

@@ -214,7 +214,7 @@ class ClaimsTable:
     def _counts(self) -> str:
         out = (f"{self.scale}: " if self.beside and self.scale else "") + verdict_counts(self.claims)
         for s, by in self.beside.items():
-            out += f"; {s}: {verdict_counts(list(by.values()))} of the {len(by)} rows run"
+            out += f"; {s}: {verdict_counts(list(by.values()))} of the {len(by)} row{'s' * (len(by) != 1)} run"
         return out
 
     HEADS = ("the paper's claim, by figure", "verdict: runs in which it holds")

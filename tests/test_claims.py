@@ -168,7 +168,7 @@ def test_a_scale_beside_the_cpu_gives_its_verdict_where_its_result_exists_and_no
     assert text.count("at gpu: not run") == len(rows) - 1
     assert "at gpu: not reproduced: 0 of 4 seeds; ours: made up" in text
     assert page.count(">not run<") == len(rows) - 1 and "<th>at gpu</th>" in page
-    assert "gpu: 0 reproduced, 0 partly, 1 not reproduced of the 1 rows run" in text
+    assert "gpu: 0 reproduced, 0 partly, 1 not reproduced of the 1 row run" in text
     alone = claims.ClaimsTable(rows, "Tirer")
     assert "at gpu" not in repr(alone) and "at gpu" not in alone._repr_html_()
     assert "<th>verdict: runs in which it holds</th></tr>" in alone._repr_html_()

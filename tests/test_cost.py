@@ -31,15 +31,25 @@ def test_gpu_scale_fits_ten_minutes_on_the_reference_gpu():
     assert all(t <= 600 for t in times.values()), times
 
 
+def making_rates(provenance: dict) -> dict:
+    """The fixed rates of the kind of machine a result was made on: cost.REFERENCE_GPU for a GPU; for the CPU,
+    cost.REFERENCE_CPU's one-thread product rates times the threads the run used (its per-layer overhead does not
+    shrink with threads)."""
+    if provenance["device"].startswith("cuda"):
+        return cost.REFERENCE_GPU
+    threads = provenance.get("cpu_threads", 1)
+    return {k: v * threads if k in ("float32", "float64") else v for k, v in cost.REFERENCE_CPU.items()}
+
+
 def reference_ratios() -> dict[str, float]:
     """Each shipped result's recorded wall time over its estimate at the rates of the machine that made it
-    (cost.REFERENCE_CPU: fixed numbers, so nothing here depends on the machine running the test or its load)."""
+    (:func:`making_rates`: fixed numbers, so nothing here depends on the machine running the test or its load)."""
     out = {}
     for path in sorted(cache.RESULTS_DIR.glob("*/*.json")):
         m = json.loads(path.read_text())
         c = cost.estimate(EXPERIMENTS[m["experiment"]].config(m["base_scale"], **m["overrides"]))
         out[f"{m['experiment']}/{path.stem}"] = m["provenance"]["wall_time_s"] / cost.reference_seconds(
-            c, cost.REFERENCE_CPU)
+            c, making_rates(m["provenance"]))
     return out
 
 
@@ -54,11 +64,12 @@ def test_estimates_at_the_making_machines_rates_are_within_1x_to_30x_of_recorded
 
 
 def test_the_band_catches_a_count_off_by_ten(monkeypatch):
-    """The check above fails for most results when every FLOP count is ten times too large or too small."""
+    """The check above fails for most results when every count (FLOPs and layer steps) is ten times too large or
+    too small."""
     real = cost.estimate
     for factor in (10, 0.1):
         monkeypatch.setattr(cost, "estimate", lambda cfg, f=factor: (lambda c: cost.Cost(
-            c.flops * f, c.layer_steps, c.dtype))(real(cfg)))
+            c.flops * f, c.layer_steps * f, c.dtype))(real(cfg)))
         ratios = reference_ratios()
         assert sum(not 1 <= r <= 30 for r in ratios.values()) > len(ratios) / 2, factor
         monkeypatch.setattr(cost, "estimate", real)
