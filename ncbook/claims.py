@@ -189,7 +189,9 @@ class ClaimsTable:
     claims: list[Claim]
     title: str = ""
     beside: dict[str, dict[tuple[str, str], Claim]] = field(default_factory=dict)
-    """Other scales' verdicts of the same claims (:func:`claims_at`), a column each; "not run" where one has none."""
+    """Other scales' verdicts of the same claims (:func:`claims_at`): in the text a line "at gpu: ..." under every
+    claim ("not run" where that scale has no result); on the page a line under the shown verdict where it was run,
+    and in the caption how many rows it ran and did not (a third column would make every claim wrap once more)."""
     scale: str = ""
 
     def _other(self, scale: str, c: Claim, numbers: bool = False) -> str:
@@ -214,7 +216,9 @@ class ClaimsTable:
     def _counts(self) -> str:
         out = (f"{self.scale}: " if self.beside and self.scale else "") + verdict_counts(self.claims)
         for s, by in self.beside.items():
-            out += f"; {s}: {verdict_counts(list(by.values()))} of the {len(by)} row{'s' * (len(by) != 1)} run"
+            left = len(self.claims) - sum((c.where, c.claim) in by for c in self.claims)
+            out += (f"; {s}: {verdict_counts(list(by.values()))} of the {len(by)} row{'s' * (len(by) != 1)} run "
+                    f"there (shown under the {self.scale} verdict), {left} not run")
         return out
 
     HEADS = ("the paper's claim, by figure", "verdict: runs in which it holds")
@@ -240,19 +244,20 @@ class ClaimsTable:
         def head(heads):
             return "<thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in heads) + "</tr></thead>"
 
-        heads = self.HEADS if not self.beside else (
-            self.HEADS[0], f"verdict at {self.scale}: runs in which it holds",
-            *(f"at {s}" for s in self.beside))
+        def elsewhere(scale: str, o: Claim) -> str:
+            """Another scale's verdict, on a line of its own under the shown one (only where it was run)."""
+            return (f"<br><span class='claim-scale verdict-{css(o.verdict)}'>at {e(scale)}: <b>{e(o.verdict)}</b>, "
+                    f"{e(o.count)}</span>")
+
         rows, details, where = "", "", None
         for c in self.claims:
             if c.where != where:
                 where = c.where
-                rows += f"<tr class='claims-group'><th colspan='{len(heads)}'>{e(where)}</th></tr>"
+                rows += f"<tr class='claims-group'><th colspan='2'>{e(where)}</th></tr>"
             k, n = int(np.sum(c.holds)), int(np.size(c.holds))
             found = [self.beside[s].get((c.where, c.claim)) for s in self.beside]
-            rows += row(heads, (e(c.claim), f"<b>{e(c.verdict)}</b>, {k} of {n} {e(c.runs)}",
-                                *(f"<b>{e(o.verdict)}</b>, {e(o.count)}" if o else "not run" for o in found)),
-                        (css(c.verdict), *(css(o.verdict) if o else "" for o in found)))
+            rows += row(self.HEADS, (e(c.claim), f"<b>{e(c.verdict)}</b>, {k} of {n} {e(c.runs)}" + "".join(
+                elsewhere(s, o) for s, o in zip(self.beside, found) if o)), (css(c.verdict),))
             words = e(c.paper) + f"<br><span class='claim-metric'>{e(c.metric)}</span>"
             ours = unbroken_numbers(c.numbers) + "".join(
                 f"<br><i>at {e(s)}:</i> {unbroken_numbers(o.numbers)}" for s, o in zip(self.beside, found) if o)
@@ -260,12 +265,9 @@ class ClaimsTable:
                                                e(c.criterion) + f"<br><i>{e(c.verdict)}: {e(c.count)}</i>",
                                                ours, unbroken_numbers(c.governing)))
         for s, o in self._unmatched():
-            rows += row(heads, (e(f"[{o.where}] {o.claim}"), "not run",
-                                *(f"<b>{e(o.verdict)}</b>, {e(o.count)}" if t == s else "not run"
-                                  for t in self.beside)),
-                        ("", *(css(o.verdict) if t == s else "" for t in self.beside)))
+            rows += row(self.HEADS, (e(f"[{o.where}] {o.claim}"), f"not run at {e(self.scale)}" + elsewhere(s, o)))
         caption = e((self.title + ": " if self.title else "") + self._counts())
-        return (f"<table class='ncbook-claims'><caption>{caption}</caption>{head(heads)}<tbody>{rows}</tbody>"
+        return (f"<table class='ncbook-claims'><caption>{caption}</caption>{head(self.HEADS)}<tbody>{rows}</tbody>"
                 f"</table><details class='ncbook-claims-detail'><summary>Each claim in full: the paper's words and "
                 f"metric, what each run must show, our numbers, the governing quantities</summary>"
                 f"<table class='ncbook-claims ncbook-claims-full'>{head(self.DETAIL_HEADS)}<tbody>{details}</tbody>"

@@ -155,9 +155,9 @@ def _tirer_cpu_rows():
 
 
 def test_a_scale_beside_the_cpu_gives_its_verdict_where_its_result_exists_and_not_run_elsewhere():
-    """Issue 49, point 5: another scale's column holds the verdict of every row whose result it has (the same
-    judgement as its own table would give) and "not run" on the others; with no other scale the table is the cpu
-    table alone, as before."""
+    """Issue 49, point 5: another scale's verdict is shown under the cpu one on every row whose result it has, "not
+    run" on the others (in the text on each row, on the page in the caption's count); with no other scale the table
+    is the cpu table alone, as before."""
     rows = _tirer_cpu_rows()
     layerwise = claims.evaluate(next(s for s in claims.specs_at("Tirer", "cpu") if s.result == "tirer_layerwise"),
                                 claims.cached_results("Tirer", "cpu"))
@@ -167,11 +167,13 @@ def test_a_scale_beside_the_cpu_gives_its_verdict_where_its_result_exists_and_no
     text, page = repr(table), table._repr_html_()
     assert text.count("at gpu: not run") == len(rows) - 1
     assert "at gpu: not reproduced: 0 of 4 seeds; ours: made up" in text
-    assert page.count(">not run<") == len(rows) - 1 and "<th>at gpu</th>" in page
-    assert "gpu: 0 reproduced, 0 partly, 1 not reproduced of the 1 row run" in text
+    assert page.count("at gpu: <b>not reproduced</b>, 0 of 4 seeds") == 1 and "made up" in page
+    counts = f"gpu: 0 reproduced, 0 partly, 1 not reproduced of the 1 row run there (shown under the cpu verdict), " \
+             f"{len(rows) - 1} not run"
+    assert counts in text and counts in page
     alone = claims.ClaimsTable(rows, "Tirer")
     assert "at gpu" not in repr(alone) and "at gpu" not in alone._repr_html_()
-    assert "<th>verdict: runs in which it holds</th></tr>" in alone._repr_html_()
+    assert page.count("<th>") == alone._repr_html_().count("<th>")          # no column added: rows wrap no more
 
 
 def test_a_row_of_another_scale_with_no_cpu_row_is_shown_not_dropped():
@@ -179,7 +181,9 @@ def test_a_row_of_another_scale_with_no_cpu_row_is_shown_not_dropped():
     odd = claims.Claim("Fig. 99", "a claim only the gpu configuration reads", np.ones(3, bool), "seeds", "1, 2, 3")
     table = claims.ClaimsTable(rows, "Tirer", beside={"gpu": {(odd.where, odd.claim): odd}}, scale="cpu")
     assert "only at gpu: [Fig. 99] a claim only the gpu configuration reads" in repr(table)
-    assert "[Fig. 99] a claim only the gpu configuration reads" in table._repr_html_()
+    assert "[Fig. 99] a claim only the gpu configuration reads</td><td data-label='verdict: runs in which it " \
+           "holds'>not run at cpu<br><span class='claim-scale verdict-reproduced'>at gpu: <b>reproduced</b>" \
+        in table._repr_html_()
 
 
 def test_every_claim_row_is_read_from_one_stored_result_and_list_counts_them():
