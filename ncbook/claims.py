@@ -698,7 +698,7 @@ def _governing(spec: Spec, scale: str | None) -> str:
 
 def jacot_claims(results: dict[str, dict], scale: str | None = None) -> list[Claim]:
     """Every claim of Jacot et al. on cached ``results`` (by experiment name), each checked on every run."""
-    runs = {k: _one_network(v) if k in ("jacot_mlp", "jacot_resnet_fig1") else v for k, v in results.items()}
+    runs = _jacot_runs(results)
     extra = tuple(k for k in EXTRA if k in results)
     return [evaluate(s, runs, _governing(s, scale)) for s in jacot_specs(scale or "cpu", extra)]
 
@@ -731,9 +731,7 @@ def cached_results(paper: str, scale: str, root=None) -> dict[str, dict]:
 def claims_at(paper: str, scale: str, results: dict[str, dict]) -> dict[tuple[str, str], Claim]:
     """Every claim of ``paper`` ("Jacot" or "Tirer") whose result is among ``results`` (at ``scale``), checked on
     every run, by (where, claim): the claims of a scale where only some results exist."""
-    runs = results
-    if paper == "Jacot":
-        runs = {k: _one_network(v) if k in ("jacot_mlp", "jacot_resnet_fig1") else v for k, v in results.items()}
+    runs = _jacot_runs(results) if paper == "Jacot" else results
     specs = specs_at(paper, scale, tuple(k for k in EXTRA if k in results))
     return {(s.where, s.claim): evaluate(s, runs, _governing(s, scale)) for s in specs if s.result in runs}
 
@@ -771,6 +769,11 @@ def beside_scales(paper: str, shown: str = "cpu", scales: tuple[str, ...] = ("cp
         if scale != shown and (results := cached_results(paper, scale, root)):
             out[scale] = claims_at(paper, scale, results)
     return out
+
+
+def _jacot_runs(results: dict[str, dict]) -> dict[str, dict]:
+    """Jacot et al.'s results as their claims read them: Figs. 1 and 4's one network per seed (:func:`_one_network`)."""
+    return {k: _one_network(v) if k in ("jacot_mlp", "jacot_resnet_fig1") else v for k, v in results.items()}
 
 
 def _one_network(r: dict) -> dict:
