@@ -332,6 +332,13 @@ def book_scale() -> str:
     return scale
 
 
+def book_scale_of(*names: str, root: Path | None = None) -> str:
+    """The scale a figure reading all of ``names`` shows: :func:`book_scale` where every one of them is cached and
+    current, else ``cpu`` (so that one figure never mixes scales)."""
+    scale = book_scale()
+    return scale if all(scale in cached_scales(n, root) for n in names) else "cpu"
+
+
 def book_result(name: str, root: Path | None = None, **overrides) -> tuple[dict[str, np.ndarray], object]:
     """A chapter's result and its configuration at :func:`book_scale`. When that scale is not ``cpu`` and its
     result is not cached in ``root`` (default: the results folder), say so on one line (with the command that makes

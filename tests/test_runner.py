@@ -101,3 +101,14 @@ def test_cached_scales_lists_only_current_results(tmp_path):
     record = json.loads(manifest.read_text())
     manifest.write_text(json.dumps(record | {"key": "0" * 16}))
     assert runner.cached_scales("edge_of_stability", results) == []
+
+
+def test_a_figure_reading_several_results_shows_one_scale(monkeypatch, tmp_path):
+    """book_scale_of: the shown scale where every result the figure reads is cached there, else cpu."""
+    for name in ("edge_of_stability", "trained_ntk"):
+        shutil.copytree(cache.RESULTS_DIR / name, tmp_path / name)
+    monkeypatch.setenv("NCBOOK_SCALE", "gpu")
+    assert runner.book_scale_of("edge_of_stability", root=tmp_path) == "gpu"            # shipped at gpu
+    assert runner.book_scale_of("edge_of_stability", "trained_ntk", root=tmp_path) == "cpu"   # one is not
+    monkeypatch.setenv("NCBOOK_SCALE", "cpu")
+    assert runner.book_scale_of("edge_of_stability", "trained_ntk", root=tmp_path) == "cpu"
