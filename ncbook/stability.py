@@ -14,7 +14,7 @@ import torch
 from .bounds import top_hessian_eigenvalue
 from .nets import MLP
 from .train import (
-    check_divergence,
+    DivergenceWatch,
     load_checkpoint,
     one_hot_targets,
     run_steps,
@@ -75,16 +75,27 @@ def gd_with_sharpness(model: MLP, X: torch.Tensor, labels: torch.Tensor, lr: flo
     Xd, Y, params = _gd_start(model, X, labels, lr, weight_decay)
     st = {"params": params, "device": Xd.device, "loss": [], "sharp_steps": [], "sharpness": []}
     start = _resume(checkpoint, st)
+    watch, pending = DivergenceWatch(lambda k: lr), []     # the losses not yet read back, on the device
+
+    def read_back() -> None:
+        """Stop a diverged run, then move the pending losses to the record (one read)."""
+        watch.check()
+        if pending:
+            st["loss"].extend(torch.stack(pending).tolist())
+            pending.clear()
 
     def measure(k: int) -> None:
+        loss = regularised_loss(model, st["params"], Xd, Y, weight_decay)
+        if watch.initial is None:
+            watch.start(torch.tensor(st["loss"][0], dtype=loss.dtype, device=loss.device) if st["loss"] else loss)
+        watch.see(loss, k)
+        pending.append(loss.detach())
+        st["loss_tensor"] = loss
         if k % every == 0:
+            read_back()
             st["sharp_steps"].append(k)
             st["sharpness"].append(top_hessian_eigenvalue(
                 lambda ps: regularised_loss(model, ps, Xd, Y, weight_decay), st["params"], iters=power_iters, seed=k))
-        loss = regularised_loss(model, st["params"], Xd, Y, weight_decay)
-        check_divergence(loss.detach(), k, lr, st["loss"][0] if st["loss"] else None)
-        st["loss"].append(float(loss.detach()))
-        st["loss_tensor"] = loss
 
     def update(k: int) -> None:
         grads = torch.autograd.grad(st["loss_tensor"], st["params"])
@@ -92,8 +103,10 @@ def gd_with_sharpness(model: MLP, X: torch.Tensor, labels: torch.Tensor, lr: flo
             for W, g in zip(st["params"], grads):
                 W -= lr * g
 
-    run_steps(steps, update, measure, start=start, save=_saver(checkpoint, st), save_every=save_every,
-              progress=progress, desc=f"GD, lr {lr:g}")
+    saver = _saver(checkpoint, st)
+    run_steps(steps, update, measure, start=start, save=None if saver is None else lambda k: (read_back(), saver(k)),
+              save_every=save_every, progress=progress, desc=f"GD, lr {lr:g}")
+    read_back()
     return {"loss": np.array(st["loss"]), "steps": np.array(st["sharp_steps"]),
             "sharpness": np.array(st["sharpness"]), "weights": [W.detach() for W in st["params"]]}
 
@@ -111,14 +124,18 @@ def gd_phases(model: MLP, X: torch.Tensor, labels: torch.Tensor, lr: float, weig
     st = {"params": params, "device": Xd.device, "recorded": [], "loss": [], "loss0": [], "grad0_sq": [], "balance": [],
           "worst": 0.0}
     start = _resume(checkpoint, st)
+    watch = DivergenceWatch(lambda k: lr)
 
     def measure(k: int) -> None:
         P = st["params"]
         loss0 = regularised_loss(model, P, Xd, Y, 0.0)
         loss = loss0 + weight_penalty(P, weight_decay)
-        check_divergence(loss.detach(), k, lr, st["loss"][0] if st["loss"] else None)
+        if watch.initial is None:
+            watch.start(torch.tensor(st["loss"][0], dtype=loss.dtype, device=loss.device) if st["loss"] else loss)
+        watch.see(loss, k)
         st["grads"] = g0 = torch.autograd.grad(loss0, P)                # data-loss gradients G_l
         if k % every == 0:
+            watch.check()
             st["D"] = [(P[i + 1].T @ P[i + 1] - P[i] @ P[i].T).detach() for i in pairs]
             st["recorded"].append(k)
             st["loss"].append(float(loss.detach()))
@@ -137,8 +154,10 @@ def gd_phases(model: MLP, X: torch.Tensor, labels: torch.Tensor, lr: float, weig
                 st["worst"] = max(st["worst"], float((actual - predicted).abs().max() / (1 + actual.abs().max())))
         st["params"] = [W.requires_grad_(True) for W in new]
 
-    run_steps(steps, update, measure, start=start, save=_saver(checkpoint, st), save_every=save_every,
-              progress=progress, desc=f"GD, lr {lr:g}, λ {weight_decay:g}")
+    saver = _saver(checkpoint, st)
+    run_steps(steps, update, measure, start=start, save=None if saver is None else lambda k: (watch.check(), saver(k)),
+              save_every=save_every, progress=progress, desc=f"GD, lr {lr:g}, λ {weight_decay:g}")
+    watch.check()
     out = {k: np.array(st[k], dtype=np.float64) for k in ("loss", "loss0", "grad0_sq", "balance")}
     out["step"] = np.array(st["recorded"], dtype=np.float64)
     out["recursion_residual"] = np.array(st["worst"])

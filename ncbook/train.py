@@ -86,24 +86,28 @@ class ShuffledEpochs:
     """The minibatches of SGD as PyTorch's ``DataLoader(shuffle=True)`` draws them: each epoch is a fresh random
     permutation of the N samples cut into ceil(N / batch_size) batches (the last one smaller), so every sample is
     used exactly once per epoch. Epoch e's permutation depends only on (seed, e), so a resumed run draws the same
-    batches without saving any generator state."""
+    batches without saving any generator state, and every device draws the same ones: it is drawn on the host once
+    per epoch and copied to ``device`` without waiting (from pinned memory on a GPU), so a step reads nothing back."""
 
-    def __init__(self, num_samples: int, batch_size: int | None, seed: int):
-        self.num_samples, self.seed = num_samples, seed
+    def __init__(self, num_samples: int, batch_size: int | None, seed: int, device: torch.device | str = "cpu"):
+        self.num_samples, self.seed, self.device = num_samples, seed, torch.device(device)
         self.batch_size = num_samples if batch_size is None else min(batch_size, num_samples)
         self.per_epoch = math.ceil(num_samples / self.batch_size)
         self._epoch, self._perm = -1, torch.empty(0, dtype=torch.long)
 
     def permutation(self, epoch: int) -> torch.Tensor:
-        """Epoch ``epoch``'s order of the samples."""
+        """Epoch ``epoch``'s order of the samples, on the device."""
         if epoch != self._epoch:
             # torch's CPU generator keeps only 32 bits of its seed: NumPy's SeedSequence mixes (seed, epoch) into them
             gen = torch.Generator().manual_seed(int(np.random.SeedSequence([self.seed, epoch]).generate_state(1)[0]))
-            self._epoch, self._perm = epoch, torch.randperm(self.num_samples, generator=gen)
+            perm = torch.randperm(self.num_samples, generator=gen)
+            if self.device.type == "cuda":
+                perm = perm.pin_memory()
+            self._epoch, self._perm = epoch, perm.to(self.device, non_blocking=True)
         return self._perm
 
     def batch(self, step: int) -> torch.Tensor:
-        """The sample indices of SGD step ``step`` (0-based), on the CPU."""
+        """The sample indices of SGD step ``step`` (0-based), on the device."""
         epoch, b = divmod(step, self.per_epoch)
         return self.permutation(epoch)[b * self.batch_size:(b + 1) * self.batch_size]
 
@@ -199,11 +203,15 @@ def square_loss(outputs: torch.Tensor, targets: torch.Tensor,
     return total / len(targets) if reduction == "mean" else total
 
 
-def data_loss(outputs: torch.Tensor, labels: torch.Tensor, kind: str = "mse") -> torch.Tensor:
-    """The trainers' data loss: MSE :func:`square_loss` against one-hot targets, averaged; CE: mean cross-entropy."""
+def data_loss(outputs: torch.Tensor, labels: torch.Tensor, kind: str = "mse",
+              targets: torch.Tensor | None = None) -> torch.Tensor:
+    """The trainers' data loss: MSE :func:`square_loss` against one-hot targets (``targets`` if given: made once,
+    since ``one_hot`` reads the labels back to the host), averaged; CE: mean cross-entropy."""
     if kind == "ce":
         return torch.nn.functional.cross_entropy(outputs, labels)
-    return square_loss(outputs, one_hot_targets(labels, outputs.shape[1], outputs.dtype))
+    if targets is None:
+        targets = one_hot_targets(labels, outputs.shape[1], outputs.dtype)
+    return square_loss(outputs, targets)
 
 
 def weight_penalty(weights: list[torch.Tensor], weight_decay: float) -> torch.Tensor:
@@ -272,12 +280,15 @@ DIVERGENCE_FACTOR = 1e4
 """A run has diverged when its loss is not finite or exceeds this multiple of its value at step 0 (the shipped runs
 never exceed 1.3 times it; a blown-up run passes 10^4 within a few steps)."""
 
+CHECK_EVERY = 256
+"""Steps between two readings of a :class:`DivergenceWatch` when no record or checkpoint reads it sooner."""
+
 
 def check_divergence(loss: torch.Tensor, step: int, lr: float, initial: torch.Tensor | float | None = None,
                      params=()) -> None:
-    """Stop a diverged run, naming the step and the cause: the loss (checked every step) is NaN or infinite or
-    above :data:`DIVERGENCE_FACTOR` times ``initial`` (its value at step 0), or a parameter (checked whenever metrics
-    are recorded) is NaN or infinite."""
+    """Stop a diverged run, naming the step and the cause: the loss is NaN or infinite or above
+    :data:`DIVERGENCE_FACTOR` times ``initial`` (its value at step 0), or a parameter is NaN or infinite. It reads
+    the device, so the trainers call it at records only (between records, :class:`DivergenceWatch` checks)."""
     if not bool(torch.isfinite(loss).all()):
         raise FloatingPointError(f"loss became {loss.tolist()} at step {step}: the run diverged; lower the learning "
                                  f"rate (lr={lr:g}) or the initialisation scale")
@@ -285,12 +296,57 @@ def check_divergence(loss: torch.Tensor, step: int, lr: float, initial: torch.Te
         limit = DIVERGENCE_FACTOR * torch.as_tensor(initial, dtype=loss.dtype, device=loss.device).clamp_min(1e-8)
         if bool((loss > limit).any()):
             worst = float((loss / limit).max()) * DIVERGENCE_FACTOR
-            raise FloatingPointError(f"loss at step {step} is {worst:.3g} times its initial value (limit "
-                                     f"{DIVERGENCE_FACTOR:g}): the run diverged; lower the learning rate (lr={lr:g})")
+            raise divergence_error(step, worst, lr)
     for i, p in enumerate(params):
         if not bool(torch.isfinite(p).all()):
             raise FloatingPointError(f"parameter {i} became non-finite at step {step}: the run diverged; lower the "
                                      f"learning rate (lr={lr:g})")
+
+
+def divergence_error(step: int, times: float, lr: float) -> FloatingPointError:
+    """The error of a run whose loss at ``step`` was ``times`` its initial value (NaN or inf: not finite)."""
+    if not math.isfinite(times):
+        return FloatingPointError(f"loss became {times} at step {step}: the run diverged; lower the learning rate "
+                                  f"(lr={lr:g}) or the initialisation scale")
+    return FloatingPointError(f"loss at step {step} is {times:.3g} times its initial value (limit "
+                              f"{DIVERGENCE_FACTOR:g}): the run diverged; lower the learning rate (lr={lr:g})")
+
+
+class DivergenceWatch:
+    """The divergence check of a training loop, kept on the device so that no step waits for the host (issue 49):
+    :meth:`see` compares each step's loss with :data:`DIVERGENCE_FACTOR` times its initial value without reading it
+    back, remembering on the device the first step that failed and by how much; :meth:`check` reads that once (at
+    records, before checkpoints, and every :data:`CHECK_EVERY` steps) and stops the run naming that step, as
+    :func:`check_divergence` would have at the step itself. A NaN or infinite loss fails (its ratio is not <= 1)."""
+
+    def __init__(self, lr_at: Callable[[int], float]):
+        self.lr_at, self.initial = lr_at, None
+        self.first = self.times = None          # the first failing step (-1: none) and its loss / initial loss
+
+    def start(self, initial: torch.Tensor) -> None:
+        """Set the reference: each model's loss at step 0 (a tensor on the device, one value per model)."""
+        self.initial = initial.detach().reshape(-1).clamp_min(1e-8)
+        self.first = torch.full((), -1, dtype=torch.long, device=initial.device)
+        self.times = torch.zeros((), dtype=initial.dtype, device=initial.device)
+
+    def see(self, loss: torch.Tensor, step: int) -> None:
+        """Compare this step's loss (one value per model) with the limit, on the device."""
+        if self.initial is None:
+            return
+        times = (loss.detach().reshape(-1) / self.initial).amax()           # NaN if any loss is NaN
+        failed = (times <= DIVERGENCE_FACTOR).logical_not_() & (self.first < 0)
+        self.first = torch.where(failed, step, self.first)
+        self.times = torch.where(failed, times, self.times)
+        if step % CHECK_EVERY == CHECK_EVERY - 1:
+            self.check()
+
+    def check(self) -> None:
+        """Read the watch (one read) and stop the run if a step since the start failed."""
+        if self.first is None:
+            return
+        first, times = torch.stack([self.first.double(), self.times.double()]).tolist()
+        if first >= 0:
+            raise divergence_error(int(first), times, self.lr_at(int(first)))
 
 
 def _initial(hists: list[History], now: torch.Tensor) -> torch.Tensor | None:
@@ -332,9 +388,9 @@ def train_ensemble(ens: Ensemble, x: torch.Tensor, labels: torch.Tensor, cfgs: l
     """Train the M models of ``ens`` together, model m under ``cfgs[m]`` (the configurations may differ only in
     their weight decays): equivalent, to float rounding, to M separate runs, in one vectorised step each. The step
     differentiates the data loss alone and adds the penalty's gradient lambda_ml W_ml itself: the same floats
-    autograd would add (a test checks the weights are bit-identical), for far less elementwise work. The loss is
-    checked for divergence every step, the weights whenever metrics are recorded. The update is
-    :func:`momentum_step`.
+    autograd would add (a test checks the weights are bit-identical), for far less elementwise work. Each model's loss
+    is checked for divergence every step on the device (:class:`DivergenceWatch`, read at records), the weights
+    whenever metrics are recorded; nothing is read back between records. The update is :func:`momentum_step`.
 
     With ``checkpoint`` set, the weights, momentum buffers and histories are saved atomically every
     ``checkpoint_every`` steps (tensors and numbers only, loaded with ``weights_only=True``); started again with the
@@ -351,7 +407,8 @@ def train_ensemble(ens: Ensemble, x: torch.Tensor, labels: torch.Tensor, cfgs: l
     params = ens.parameters()
     velocity = [torch.zeros_like(p) for p in params] if cfg.momentum else []    # the momentum buffers
     decay_grad = [torch.empty_like(W) for W in ens.weights]   # lambda_ml W_ml, written in place every step
-    batches = ShuffledEpochs(N, cfg.batch_size, seed)
+    batches = ShuffledEpochs(N, cfg.batch_size, seed, x.device)
+    watch = DivergenceWatch(cfg.lr_at)
     hists, start = [History() for _ in range(M)], 0
     if (state := load_checkpoint(checkpoint)) is not None:
         with torch.no_grad():
@@ -364,36 +421,41 @@ def train_ensemble(ens: Ensemble, x: torch.Tensor, labels: torch.Tensor, cfgs: l
     decay = torch.tensor([[c.decay_of(i, L) for i in range(L)] for c in cfgs], dtype=x.dtype, device=x.device)
 
     layer_decay = [decay[:, i].reshape(M, 1, 1) for i in range(L)]     # lambda_ml, broadcast over W_ml
+    targets = one_hot_targets(labels, ens.weights[-1].shape[1], x.dtype)    # once: one_hot reads labels back
 
-    def fit(out: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-        """Per-model data loss, shape (M,)."""
+    def fit(out: torch.Tensor, yb: torch.Tensor, tb: torch.Tensor) -> torch.Tensor:
+        """Per-model data loss, shape (M,), against labels ``yb`` (CE) or their one-hot rows ``tb`` (MSE)."""
         if cfg.loss == "ce":
             return torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[2]), yb.repeat(M),
                                                      reduction="none").reshape(M, -1).mean(1)
-        return 0.5 * ((out - one_hot_targets(yb, out.shape[2], out.dtype)) ** 2).sum((1, 2)) / len(yb)
+        return 0.5 * ((out - tb) ** 2).sum((1, 2)) / len(yb)
 
-    def objective(out: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-        """Per-model regularised loss, shape (M,): data loss plus sum_l (lambda_ml / 2) ||W_ml||^2."""
+    def objective(out: torch.Tensor) -> torch.Tensor:
+        """Per-model regularised loss on all samples, shape (M,): data loss plus sum_l (lambda_ml / 2) ||W_ml||^2."""
         norms = torch.stack([(W ** 2).sum((1, 2)) for W in ens.weights], dim=1)
-        return fit(out, yb) + 0.5 * (decay * norms).sum(1)
+        return fit(out, labels, targets) + 0.5 * (decay * norms).sum(1)
 
     def measure(step: int) -> None:
+        watch.check()
         with torch.no_grad():
             feats, pre = ens.forward_features(x, preactivations=True)
-            full = objective(feats[-1], labels)
+            full = objective(feats[-1])
             check_divergence(full, step, cfg.lr_at(step), _initial(hists, full), ens.parameters())
+            if watch.initial is None:
+                watch.start(_initial(hists, full) if hists[0].loss else full)
             for m, hist in enumerate(hists):
                 _record(hist, feats[-1][m], full[m], step, labels, [f[m] for f in feats],
                         [W[m] for W in ens.weights], [None if p is None else p[m] for p in pre])
 
     def update(step: int) -> None:
         if cfg.batch_size is None or cfg.batch_size >= N:
-            xb, yb = x, labels
+            xb, yb, tb = x, labels, targets
         else:
-            idx = batches.batch(step).to(x.device)
-            xb, yb = x.index_select(0, idx), labels[idx]
-        loss = fit(ens(xb), yb).sum()      # the models share no parameter: each gets its own gradient
-        check_divergence(loss.detach(), step, cfg.lr_at(step), sum(h.loss[0] for h in hists))
+            idx = batches.batch(step)
+            xb, yb, tb = x.index_select(0, idx), labels[idx], targets.index_select(0, idx)
+        losses = fit(ens(xb), yb, tb)
+        watch.see(losses, step)
+        loss = losses.sum()      # the models share no parameter: each gets its own gradient
         for p in params:
             p.grad = None
         loss.backward()
@@ -404,6 +466,7 @@ def train_ensemble(ens: Ensemble, x: torch.Tensor, labels: torch.Tensor, cfgs: l
             momentum_step(params, [p.grad for p in params], velocity, cfg.lr_at(step), cfg.momentum)
 
     def save(step: int) -> None:
+        watch.check()
         save_checkpoint(checkpoint, {"step": step, "parameters": [p.detach() for p in params], "velocity": velocity,
                                      "histories": [asdict(h) for h in hists]})
 
@@ -443,26 +506,31 @@ def train_module(model: nn.Module, x: torch.Tensor, labels: torch.Tensor, cfg: T
     else:
         opt = torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum)
     hist, start, N = History(), 0, len(labels)
-    batches = ShuffledEpochs(N, cfg.batch_size, seed)
+    batches = ShuffledEpochs(N, cfg.batch_size, seed, x.device)
+    watch = DivergenceWatch(cfg.lr_at)
+    targets = one_hot_targets(labels, model.weights[-1].shape[0], x.dtype)    # once: one_hot reads labels back
     if (state := load_checkpoint(checkpoint)) is not None:
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
         hist, start = History(**state["history"]), int(state["step"])
 
     def measure(step: int) -> None:
+        watch.check()
         model.eval()
         with torch.no_grad():
             feats, pre = _features_in_batches(model, x, eval_batch)
             full = data_loss(feats[-1], labels, cfg.loss) + sum(weight_penalty(g["params"], g["weight_decay"])
                                                                 for g in groups)
             check_divergence(full, step, cfg.lr_at(step), _initial([hist], full), params)
+            if watch.initial is None:
+                watch.start(_initial([hist], full) if hist.loss else full)
             _record(hist, feats[-1], full, step, labels, feats, model.weights, pre)
 
     def update(step: int) -> None:
         model.train()
-        idx = batches.batch(step).to(x.device)
-        loss = data_loss(model(x[idx]), labels[idx], cfg.loss)
-        check_divergence(loss.detach(), step, cfg.lr_at(step), hist.loss[0] if hist.loss else None)
+        idx = batches.batch(step)
+        loss = data_loss(model(x[idx]), labels[idx], cfg.loss, targets[idx])
+        watch.see(loss, step)
         for group in opt.param_groups:
             group["lr"] = cfg.lr_at(step)
         opt.zero_grad(set_to_none=True)
@@ -470,6 +538,7 @@ def train_module(model: nn.Module, x: torch.Tensor, labels: torch.Tensor, cfg: T
         opt.step()
 
     def save(step: int) -> None:
+        watch.check()
         save_checkpoint(checkpoint, {"step": step, "model": model.state_dict(), "optimizer": opt.state_dict(),
                                      "history": asdict(hist)})
 
