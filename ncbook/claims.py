@@ -10,9 +10,11 @@ The rule (stated in chapter 8, section "The verdict rule"):
   "significant") is a stated bound in the criterion;
 - a comparison whose group means move against the paper's direction is **not reproduced**, however many runs hold;
 - otherwise, with k of n runs holding: **reproduced** when k/n >= :data:`REPRODUCED` and, for a comparison, the
-  group means differ in the stated direction by at least :data:`MARGIN` times the larger seed SD, on every metric the
-  sentence names; **partly** when k/n >= :data:`PARTLY`, or k/n >= REPRODUCED without the margin; **not
-  reproduced** below PARTLY.
+  effect clears :data:`MARGIN` standard deviations on every metric the sentence names: the mean of the runs' paired
+  differences by MARGIN times their SD where each run is compared with itself (one network at two times, layers or
+  settings from one initialisation), the group means by MARGIN times the larger group SD where the groups are
+  different networks (heads or backbones of different depths: :data:`UNPAIRED_VIEWS`); **partly** when
+  k/n >= :data:`PARTLY`, or k/n >= REPRODUCED without the margin; **not reproduced** below PARTLY.
 """
 
 from __future__ import annotations
@@ -41,7 +43,13 @@ centred class means' Gram matrix from the simplex ETF's, NC3 likewise for the cl
 other paper's definition is a different claim."""
 
 MARGIN = 2.0
-"""A comparison's effect must exceed MARGIN times the larger of the compared groups' SDs over runs."""
+"""A comparison's effect must reach MARGIN times its SD over runs: of the paired differences, or for unpaired groups
+the larger group SD."""
+
+UNPAIRED_VIEWS = ("head_depths", "nonlinear")
+"""The views whose groups are different networks (heads, or backbones, of different depths, each initialised
+afresh): their margin compares group SDs. Every other view's groups are one network per run (at two times, layers
+or classes, or trained from one initialisation under two settings), and its margin reads paired differences."""
 
 REPRODUCED, PARTLY = 0.9, 0.5
 """Fractions of runs: at least REPRODUCED (with the margin) is reproduced, at least PARTLY is partly."""
@@ -91,8 +99,9 @@ class Judgement:
     separated: bool | None
 
 
-def judge(groups: list[np.ndarray], c: Criterion) -> Judgement:
-    """The book's one verdict rule on one metric (module docstring): ``groups`` are arrays over the same runs."""
+def judge(groups: list[np.ndarray], c: Criterion, paired: bool = True) -> Judgement:
+    """The book's one verdict rule on one metric (module docstring): ``groups`` are arrays over the same runs;
+    ``paired``: run i of every group is one network, so the margin reads the paired differences."""
     g = [np.asarray(x, dtype=float).ravel() for x in groups]
     if not g or (c.kind not in ("at most", "at least") and (len(g) < 2 or len({x.size for x in g}) > 1)):
         raise ValueError(f"a '{c.kind}' claim needs {'a group' if c.kind.startswith('at') else 'two or more groups'}"
@@ -110,7 +119,7 @@ def judge(groups: list[np.ndarray], c: Criterion) -> Judgement:
     for a, b in zip(g, g[1:]):
         with np.errstate(invalid="ignore", over="ignore"):       # inf - inf (dead layers): undecided, so not held
             move = sign * (np.nanmean(b) - np.nanmean(a))
-            spread = MARGIN * max(np.nanstd(a), np.nanstd(b))
+            spread = MARGIN * (np.nanstd(b - a) if paired else max(np.nanstd(a), np.nanstd(b)))
         ok = b > a * c.factor if c.kind == "up" else b < a / c.factor
         if c.cap is not None:
             ok &= b <= a * c.cap if c.kind == "up" else b >= a / c.cap
@@ -465,7 +474,7 @@ def evaluate(spec: Spec, results: dict[str, dict], governing: str = "") -> Claim
     for metric in spec.metrics:
         name = PAPER_METRICS[spec.paper][metric]
         labels, groups = VIEWS[spec.view](results[spec.result], name, **spec.args)
-        j = judge(groups, spec.criterion)
+        j = judge(groups, spec.criterion, paired=spec.view not in UNPAIRED_VIEWS)
         holds.append(j.holds)
         direction &= j.direction
         if j.separated is not None:
@@ -536,7 +545,8 @@ def _head_sweep_specs(where: str, result: str) -> list[Spec]:
         Spec(J, where, "\"it gets slightly worse in the input layer to the linear head\"",
              "NC2 at the head's input gets slightly worse as the head deepens", ("NC2",), result, "head_depths",
              Criterion("up", 1.0, cap=2.0, text="slightly: higher with the deepest head than with the shallowest, "
-                       "by at most a factor 2"), "(seed, weight decay) runs", {"end": "first", "depths": (0, -1)}),
+                       "by at most a factor 2"), "(seed, weight decay) runs",
+             {"end": "first", "depths": (0, -1)}),
         Spec(J, where, "\"The NC1 does not have a strong dependence with the number of layers\"",
              "NC1 at the head's last layer does not depend strongly on its depth", ("NC1",), result, "head_depths",
              Criterion("flat", 10 ** 0.5, text="not strongly: largest over smallest across depths at most √10 (half "

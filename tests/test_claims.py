@@ -21,17 +21,18 @@ def test_a_change_in_the_wrong_direction_is_not_reproduced_however_large():
     assert j.direction and j.separated and claims.grade(3, 3, j.direction, j.separated) == "reproduced"
 
 
-def test_the_margin_is_in_the_stated_direction_and_on_every_metric():
-    """Two groups of SD 2.5: means 4.8 apart fall short of 2 x 2.5 = 5.0 (the referee's NC2-under-doubling case:
-    partly although every run holds), 5.2 apart clear it; a move the wrong way never clears it; a row naming two
-    metrics needs the margin on both."""
+def test_the_margin_is_in_the_stated_direction_and_on_every_metric(monkeypatch):
+    """Two groups of different networks, SD 2.5: means 4.8 apart fall short of 2 x 2.5 = 5.0 (the referee's
+    NC2-under-doubling case: partly although every run holds), 5.2 apart clear it; a move the wrong way never clears
+    it; a row naming two metrics needs the margin on both."""
     a = np.array([7.5, 2.5, 7.5, 2.5])
-    close, far = judge([a, a - 4.8], DOWN), judge([a, a - 5.2], DOWN)
+    close, far = judge([a, a - 4.8], DOWN, paired=False), judge([a, a - 5.2], DOWN, paired=False)
     assert close.holds.all() and close.direction and close.separated is False
     assert claims.grade(4, 4, close.direction, close.separated) == "partly"
     assert far.separated is True and claims.grade(4, 4, far.direction, far.separated) == "reproduced"
-    up = judge([a, a + 20], DOWN)
+    up = judge([a, a + 20], DOWN, paired=False)
     assert up.separated is False and up.direction is False
+    monkeypatch.setattr(claims, "UNPAIRED_VIEWS", ("groups",))
     two = {"nc1_pinv": np.stack([a, a - 5.2])[..., None],           # [group, seed, record]
            "nc2_etf_distance": np.stack([a, a - 4.8])[..., None]}
     claims.VIEWS["groups"] = lambda r, name: (["a", "b"], [r[name][0, :, -1], r[name][1, :, -1]])
@@ -41,6 +42,24 @@ def test_the_margin_is_in_the_stated_direction_and_on_every_metric():
         assert row.holds.all() and row.separated is False and row.verdict == "partly"
     finally:
         del claims.VIEWS["groups"]
+
+
+def test_a_run_compared_with_itself_is_judged_on_its_paired_differences():
+    """The referee's case: three seeds at levels 5, 7.5 and 10 each fall by 29-30%. Unpaired, the seed spread hides
+    the fall (means 2.23 apart against 2 x 2.04); paired, each run falls by 1.45 to 3.0 (SD 0.63), clear of 2 SD.
+    Rows read paired differences exactly where run i of every group is one network: every view but those of
+    networks of different depths (a reading that pairs the depth sweeps, or unpairs the rest, fails here)."""
+    a = np.array([5.0, 7.5, 10.0])
+    b = a * np.array([0.71, 0.70, 0.70])
+    assert judge([a, b], DOWN, paired=False).separated is False
+    assert judge([a, b], DOWN, paired=True).separated is True
+    assert judge([a, b], DOWN).separated is True                        # paired unless said otherwise
+    paired = {}
+    for paper in ("Jacot", "Tirer"):
+        for spec in claims.specs_at(paper, "cpu"):
+            paired[spec.view] = spec.view not in claims.UNPAIRED_VIEWS
+    assert {v for v, p in paired.items() if not p} == {"head_depths", "nonlinear"}
+    assert all(paired[v] for v in ("training", "h_over_w", "settings", "layerwise", "roles", "head_layers"))
 
 
 def test_graded_verdicts_separate_six_of_thirty_from_twenty_nine():
