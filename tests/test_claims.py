@@ -237,3 +237,20 @@ def test_the_verdict_counts_stated_in_the_readme_and_the_details_are_the_compute
         assert found, (path, who)
         counts = tuple(sum(c.verdict == v for c in rows[paper]) for v in ("reproduced", "partly", "not reproduced"))
         assert tuple(map(int, found.groups())) == counts, (path, paper, counts)
+
+
+def test_the_exponential_phase_is_measured_before_the_plateau():
+    """Balancedness decaying as exp(-r λt) down to a plateau: the row holds at gradient flow's rate r = 2 however long
+    the plateau (averaged over it, as an earlier reading did, the rate falls to 5/8 here), and fails at r = 0.5."""
+    class Cfg:
+        steps, lr, lr_drops, momentum = 1000, 10.0, (0.8,), 0.0
+    spec = next(s for s in claims._deep_head_specs("Fig. 1", "x", "hidden 1", 1e-3, Cfg) if "exponentially" in s.claim)
+    r = _deep_head_result()
+    t = r["steps"] * 1e-3 * Cfg.lr                                   # λt of each record: 0 to 10
+    for rate, verdict in ((2.0, "reproduced"), (0.5, "not reproduced")):
+        r["balancedness"][:, :, 4:6] = np.maximum(np.exp(-rate * t), np.exp(-rate * 2.5))[None, :, None]
+        row = claims.evaluate(spec, {"x": r})
+        assert row.verdict == verdict, (rate, row.numbers)
+    r["balancedness"][:, :, 4:6] = np.maximum(np.exp(-2.0 * t), np.exp(-5.0))[None, :, None]     # plateau at λt 2.5
+    assert claims.evaluate(spec, {"x": r}).numbers == "rate: 1.67, 1.67, 1.67"   # onset at the record λt = 3: 5 / 3,
+    # where the start-to-drop reading (λt = 8) gives 5 / 8
