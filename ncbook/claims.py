@@ -75,7 +75,8 @@ class Criterion:
 class Spec:
     """One claim of a paper as data: where it is made, the paper's sentence, our reading of it, the metrics the
     sentence names (keys of :data:`PAPER_METRICS` for ``paper``), the result and how its runs are grouped (``view``
-    names a function of :data:`VIEWS`, ``args`` its arguments), what the runs are, and the criterion."""
+    names a function of :data:`VIEWS`, ``args`` its arguments), what the runs are, and the criterion.
+    ``precondition``: a condition the paper implies rather than claims (reported beside the claims, not counted)."""
 
     paper: str
     where: str
@@ -87,6 +88,7 @@ class Spec:
     criterion: Criterion
     runs: str
     args: dict = field(default_factory=dict)
+    precondition: bool = False
 
 
 @dataclass(frozen=True)
@@ -157,10 +159,13 @@ class Claim:
     metric: str = ""
     criterion: str = ""
     direction: bool = True
+    precondition: bool = False
 
     @property
     def verdict(self) -> str:
-        return grade(int(np.sum(self.holds)), int(np.size(self.holds)), self.direction, self.separated)
+        """The rule's grade; for a precondition, whether it is met (by the same rule)."""
+        grade_ = grade(int(np.sum(self.holds)), int(np.size(self.holds)), self.direction, self.separated)
+        return PRECONDITION_GRADES[grade_] if self.precondition else grade_
 
     @property
     def count(self) -> str:
@@ -179,10 +184,26 @@ class Claim:
         return "\n".join(lines)
 
 
+PRECONDITION_GRADES = {"reproduced": "met", "partly": "partly met", "not reproduced": "not met"}
+"""A precondition's grade in words (by the same rule as a claim's)."""
+
+
+def counted(claims: list[Claim]) -> list[Claim]:
+    """The claims proper, without the preconditions (which are reported beside them, never counted)."""
+    return [c for c in claims if not c.precondition]
+
+
 def verdict_counts(claims: list[Claim]) -> str:
-    """How many claims are reproduced, partly, not reproduced."""
-    counts = {v: sum(c.verdict == v for c in claims) for v in ("reproduced", "partly", "not reproduced")}
-    return ", ".join(f"{n} {v}" for v, n in counts.items())
+    """How many claims are reproduced, partly, not reproduced, of how many; then the preconditions, apart."""
+    proper = counted(claims)
+    counts = {v: sum(c.verdict == v for c in proper) for v in ("reproduced", "partly", "not reproduced")}
+    out = ", ".join(f"{n} {v}" for v, n in counts.items()) + f" of {len(proper)} claim{'s' * (len(proper) != 1)}"
+    pre = [c for c in claims if c.precondition]
+    if pre:
+        met = {v: sum(c.verdict == v for c in pre) for v in PRECONDITION_GRADES.values()}
+        out += (f" (and {len(pre)} precondition{'s' * (len(pre) != 1)}, not counted: "
+                + ", ".join(f"{n} {v}" for v, n in met.items() if n) + ")")
+    return out
 
 
 def format_claims(claims: list[Claim]) -> str:
@@ -226,8 +247,8 @@ class ClaimsTable:
         out = (f"{self.scale}: " if self.beside and self.scale else "") + verdict_counts(self.claims)
         for s, by in self.beside.items():
             left = len(self.claims) - sum((c.where, c.claim) in by for c in self.claims)
-            out += (f"; {s}: {verdict_counts(list(by.values()))} of the {len(by)} row{'s' * (len(by) != 1)} run "
-                    f"there (shown under the {self.scale} verdict), {left} not run")
+            out += (f"; {s}: {verdict_counts(list(by.values()))} run there (shown under the {self.scale} verdict), "
+                    f"{left} row{'s' * (left != 1)} not run")
         return out
 
     HEADS = ("the paper's claim, by figure", "verdict: runs in which it holds")
@@ -248,7 +269,8 @@ class ClaimsTable:
                 + f">{x}</td>" for i, (h, x) in enumerate(zip(heads, values))) + "</tr>"
 
         def css(verdict: str) -> str:
-            return verdict.replace(" ", "-")
+            colour = {v: k for k, v in PRECONDITION_GRADES.items()}.get(verdict, verdict)
+            return colour.replace(" ", "-")
 
         def head(heads):
             return "<thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in heads) + "</tr></thead>"
@@ -502,7 +524,7 @@ def evaluate(spec: Spec, results: dict[str, dict], governing: str = "") -> Claim
     runs = spec.runs + (f" x {len(spec.metrics)} metrics" if len(spec.metrics) > 1 else "")
     return Claim(spec.where, spec.claim, h, runs, "; ".join(numbers), separated, spec.sentence, governing,
                  metric=", ".join(f"{m} = {PAPER_METRICS[spec.paper][m]}" for m in spec.metrics),
-                 criterion=spec.criterion.text, direction=direction)
+                 criterion=spec.criterion.text, direction=direction, precondition=spec.precondition)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -516,7 +538,8 @@ def _deep_head_specs(where: str, result: str, shown: str, weight_decay: float, c
     J = "Jacot"
     return [
         Spec(J, where, "implied: the collapse is of an interpolating network (no training error printed)",
-             "the network fits its training data", ("error",), result, "end", ZERO_ERROR, "seeds"),
+             "precondition (implied, not a claim): the network fits its training data", ("error",), result, "end",
+             ZERO_ERROR, "seeds", precondition=True),
         Spec(J, where, "\"the collapse is reached throughout the training\" (NC1 curves; no value printed)",
              "collapse is reached: NC1 at the classifier's input falls", ("NC1",), result, "training",
              Criterion("down", 100, text="falls at least 100-fold from the start to the end of training"), "seeds",

@@ -150,12 +150,13 @@ def test_deep_head_rows_hold_on_a_collapsing_result_and_fail_where_a_seed_fails(
     specs = claims._deep_head_specs("Fig. 1", "x", "hidden 1", 1e-3, Cfg)
     r = _deep_head_result()
     got = {s.claim[:20]: claims.evaluate(s, {"x": r}).verdict for s in specs}
-    assert set(got.values()) == {"reproduced"}, got
+    assert set(got.values()) == {"reproduced", "met"} and got["precondition (implie"] == "met", got
     r["nc2_condition_number"][1, -1, 5] = 3.0                       # seed 1: NC2 worse at the last head layer
     r["train_error"][0, -1] = 0.01
     r["class_mean_cosines"][2, -2, 0, 1] = 0.5
     rows = {s.claim[:20]: claims.evaluate(s, {"x": r}) for s in specs}
-    assert rows["the network fits its"].holds.tolist() == [False, True, True]
+    assert rows["precondition (implie"].holds.tolist() == [False, True, True]
+    assert rows["precondition (implie"].verdict == "partly met"
     assert rows["through the linear h"].holds.tolist() == [True] * 5 + [False]     # seed 2's last layer
     assert rows["NC2 improves with ea"].verdict == "partly"
 
@@ -190,8 +191,8 @@ def test_a_scale_beside_the_cpu_gives_its_verdict_where_its_result_exists_and_no
     assert text.count("at gpu: not run") == len(rows) - 1
     assert "at gpu: not reproduced: 0 of 4 seeds; ours: made up" in text
     assert page.count("at gpu: <b>not reproduced</b>, 0 of 4 seeds") == 1 and "made up" in page
-    counts = f"gpu: 0 reproduced, 0 partly, 1 not reproduced of the 1 row run there (shown under the cpu verdict), " \
-             f"{len(rows) - 1} not run"
+    counts = f"gpu: 0 reproduced, 0 partly, 1 not reproduced of 1 claim run there (shown under the cpu verdict), " \
+             f"{len(rows) - 1} rows not run"
     assert counts in text and counts in page
     alone = claims.ClaimsTable(rows, "Tirer")
     assert "at gpu" not in repr(alone) and "at gpu" not in alone._repr_html_()
@@ -235,7 +236,8 @@ def test_the_verdict_counts_stated_in_the_readme_and_the_details_are_the_compute
     for paper, who in (("Jacot", "Jacot et al.'s"), ("Tirer", "Tirer et al.'s")):
         found = re.search(who + r"(?: claims)?: (\d+) reproduced, (\d+) partly, (\d+) not", text)
         assert found, (path, who)
-        counts = tuple(sum(c.verdict == v for c in rows[paper]) for v in ("reproduced", "partly", "not reproduced"))
+        counts = tuple(sum(c.verdict == v for c in claims.counted(rows[paper]))
+                       for v in ("reproduced", "partly", "not reproduced"))
         assert tuple(map(int, found.groups())) == counts, (path, paper, counts)
 
 
