@@ -184,6 +184,40 @@ class Claim:
         return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class NotRun:
+    """A claim of a paper that no run of the book tests, and why: listed under its claims table, counted apart from
+    the verdicts."""
+
+    paper: str
+    where: str
+    claim: str
+    reason: str
+
+
+CIFAR = "not run: CIFAR-10 is not present (no network at run time; the book's data are MNIST-5k and the digits)"
+
+NOT_RUN = (
+    NotRun("Jacot", "Fig. 1 on CIFAR-10", "every claim of Fig. 1 for ResNet20 with 3 ReLU and 3 linear layers on "
+           "CIFAR-10 (the Fig. 1 rows above run a depth-8 ResNet on MNIST-5k)", CIFAR),
+    NotRun("Jacot", "Fig. 2 right on CIFAR-10", "the head-depth claims for ResNet20 on CIFAR-10 (the ResNet sweep "
+           "above runs MNIST-5k, the data of Fig. 5)", CIFAR),
+    NotRun("Tirer", "Fig. 2 on CIFAR-10", "NC1 and gNC1 decrease as the layers of a 3072-wide MLP on CIFAR-10 are "
+           "added and trained one at a time (the Fig. 2 row above runs MNIST-5k)", CIFAR),
+    NotRun("Tirer", "Fig. 3 on CIFAR-10", "for ResNet18 on CIFAR-10, with MSE and with CE, changing the feature "
+           "layers' weight decay moves NC1 and NC2 further than changing the last layer's (the rows above run an MLP "
+           "on MNIST-5k, the data of Fig. 5)", CIFAR),
+    NotRun("Tirer", "Table 1, CIFAR-10 columns", "NC1 and NC2 of ResNet18 on CIFAR-10 under each weight-decay change, "
+           "MSE and CE, and their directions", CIFAR),
+)
+"""Every claim of the papers on CIFAR-10: none is run (Issue 50, point 5)."""
+
+
+def not_run(paper: str) -> tuple[NotRun, ...]:
+    """``paper``'s claims that no run tests (:data:`NOT_RUN`)."""
+    return tuple(n for n in NOT_RUN if n.paper == paper)
+
+
 PRECONDITION_GRADES = {"reproduced": "met", "partly": "partly met", "not reproduced": "not met"}
 """A precondition's grade in words (by the same rule as a claim's)."""
 
@@ -223,6 +257,8 @@ class ClaimsTable:
     claim ("not run" where that scale has no result); on the page a line under the shown verdict where it was run,
     and in the caption how many rows it ran and did not (a third column would make every claim wrap once more)."""
     scale: str = ""
+    not_run: tuple[NotRun, ...] = ()
+    """Claims of the paper that no run tests (:func:`not_run`): listed last, counted apart."""
 
     def _other(self, scale: str, c: Claim, numbers: bool = False) -> str:
         o = self.beside[scale].get((c.where, c.claim))
@@ -241,6 +277,8 @@ class ClaimsTable:
             lines += [str(c)] + [textwrap.fill(f"at {s}: {self._other(s, c, numbers=True)}", WRAP,
                                                initial_indent="    ", subsequent_indent="    ") for s in self.beside]
         lines += [f"only at {s}: {o}" for s, o in self._unmatched()]
+        lines += [textwrap.fill(f"[{n.where}] {n.claim}: {n.reason}", WRAP, subsequent_indent="  ")
+                  for n in self.not_run]
         return "\n".join(lines + [self._counts()])
 
     def _counts(self) -> str:
@@ -249,6 +287,8 @@ class ClaimsTable:
             left = len(self.claims) - sum((c.where, c.claim) in by for c in self.claims)
             out += (f"; {s}: {verdict_counts(list(by.values()))} run there (shown under the {self.scale} verdict), "
                     f"{left} row{'s' * (left != 1)} not run")
+        if self.not_run:
+            out += f"; {len(self.not_run)} claim{'s' * (len(self.not_run) != 1)} on CIFAR-10 not run, listed last"
         return out
 
     HEADS = ("the paper's claim, by figure", "verdict: runs in which it holds")
@@ -297,6 +337,10 @@ class ClaimsTable:
                                                ours, unbroken_numbers(c.governing)))
         for s, o in self._unmatched():
             rows += row(self.HEADS, (e(f"[{o.where}] {o.claim}"), f"not run at {e(self.scale)}" + elsewhere(s, o)))
+        if self.not_run:
+            rows += "<tr class='claims-group'><th colspan='2'>not run</th></tr>"
+        for n in self.not_run:
+            rows += row(self.HEADS, (e(f"[{n.where}] {n.claim}"), e(n.reason)))
         caption = e((self.title + ": " if self.title else "") + self._counts())
         return (f"<table class='ncbook-claims'><caption>{caption}</caption>{head(self.HEADS)}<tbody>{rows}</tbody>"
                 f"</table><details class='ncbook-claims-detail'><summary>Each claim in full: the paper's words and "

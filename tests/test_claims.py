@@ -1,5 +1,7 @@
 """ncbook.claims: the one verdict rule, the claims as data, each paper's own metrics."""
 
+import html
+
 import numpy as np
 import pytest
 
@@ -256,3 +258,20 @@ def test_the_exponential_phase_is_measured_before_the_plateau():
     r["balancedness"][:, :, 4:6] = np.maximum(np.exp(-2.0 * t), np.exp(-5.0))[None, :, None]     # plateau at λt 2.5
     assert claims.evaluate(spec, {"x": r}).numbers == "rate: 1.67, 1.67, 1.67"   # onset at the record λt = 3: 5 / 3,
     # where the start-to-drop reading (λt = 8) gives 5 / 8
+
+
+def test_claims_on_cifar10_are_listed_as_not_run_and_counted_apart():
+    """Issue 50, point 5: each paper's CIFAR-10 claims appear under its table as not run, with the reason, in the text
+    and on the page, and the caption counts them apart from the verdicts (which do not change)."""
+    rows = _tirer_cpu_rows()
+    plain = claims.ClaimsTable(rows, "Tirer")
+    table = claims.ClaimsTable(rows, "Tirer", not_run=claims.not_run("Tirer"))
+    text, page = " ".join(repr(table).split()), table._repr_html_()
+    assert len(claims.not_run("Tirer")) == 3 and len(claims.not_run("Jacot")) == 2
+    for n in claims.not_run("Tirer"):
+        assert n.where in text and "CIFAR-10" in n.claim
+        assert html.escape(n.claim) in page
+    assert text.count("not run: CIFAR-10 is not present") == 3
+    assert "3 claims on CIFAR-10 not run, listed last" in text and "3 claims on CIFAR-10 not run" in page
+    assert claims.verdict_counts(rows) in text and claims.verdict_counts(rows) in repr(plain)
+    assert "CIFAR-10" not in repr(plain)
