@@ -275,3 +275,17 @@ def test_claims_on_cifar10_are_listed_as_not_run_and_counted_apart():
     assert "3 claims on CIFAR-10 not run, listed last" in text and "3 claims on CIFAR-10 not run" in page
     assert claims.verdict_counts(rows) in text and claims.verdict_counts(rows) in repr(plain)
     assert "CIFAR-10" not in repr(plain)
+
+
+def test_minor_is_no_larger_than_reseeding():
+    """Issue 50: a 'minor' effect is bounded by the unchanged runs' own seed spread, so a change smaller than reseeding
+    passes (a fixed 10% bound failed it when seeds differ by 30%) and a change larger than it fails."""
+    crit = Criterion("within spread")
+    clean = np.array([[1.0, 2.0], [1.3, 2.2], [1.1, 2.4]])            # [seed, class]: spreads 1.3 and 1.2
+    same = clean * np.array([[1.05, 0.95], [0.97, 1.1], [1.2, 0.9]])
+    assert judge([clean, same], crit).holds.all()
+    assert not judge([clean, same], Criterion("flat", 1.1)).holds.all()        # the old fixed bound
+    big = clean * 1.5
+    assert not judge([clean, big], crit).holds.any()
+    with pytest.raises(ValueError, match="two seeds or more"):
+        judge([clean[:1], same[:1]], crit)
