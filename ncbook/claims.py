@@ -238,17 +238,64 @@ def counted(claims: list[Claim]) -> list[Claim]:
     return [c for c in claims if not c.precondition]
 
 
+@dataclass(frozen=True)
+class ClaimRows:
+    """One claim of a paper (one sentence) with the rows that test it: its figures, losses, sizes or sweeps. Its
+    verdict from its rows: **reproduced** when every row is, **not reproduced** when none is reproduced or partly,
+    else **partly** (for a precondition: met, not met, partly met)."""
+
+    sentence: str
+    rows: tuple[Claim, ...]
+
+    @property
+    def precondition(self) -> bool:
+        return all(r.precondition for r in self.rows)
+
+    @property
+    def verdict(self) -> str:
+        found = {r.verdict for r in self.rows}
+        words = PRECONDITION_GRADES if self.precondition else {v: v for v in PRECONDITION_GRADES}
+        if found == {words["reproduced"]}:
+            return words["reproduced"]
+        if found <= {words["not reproduced"]}:
+            return words["not reproduced"]
+        return words["partly"]
+
+
+def by_claim(rows: list[Claim]) -> list[ClaimRows]:
+    """The rows grouped by the paper's sentence they test (one claim each), in the order of their first row."""
+    groups: dict[str, list[Claim]] = {}
+    for r in rows:
+        groups.setdefault(r.paper, []).append(r)
+    return [ClaimRows(sentence, tuple(rs)) for sentence, rs in groups.items()]
+
+
 def verdict_counts(claims: list[Claim]) -> str:
-    """How many claims are reproduced, partly, not reproduced, of how many; then the preconditions, apart."""
-    proper = counted(claims)
-    counts = {v: sum(c.verdict == v for c in proper) for v in ("reproduced", "partly", "not reproduced")}
+    """How many claims (sentences, :func:`by_claim`) are reproduced, partly, not reproduced, of how many, in how many
+    rows; then the preconditions, apart and never counted."""
+    grouped = by_claim(claims)
+    proper = [g for g in grouped if not g.precondition]
+    counts = {v: sum(g.verdict == v for g in proper) for v in ("reproduced", "partly", "not reproduced")}
+    n_rows = len(counted(claims))
     out = ", ".join(f"{n} {v}" for v, n in counts.items()) + f" of {len(proper)} claim{'s' * (len(proper) != 1)}"
-    pre = [c for c in claims if c.precondition]
+    out += f" in {n_rows} rows" if n_rows != len(proper) else ""
+    pre = [g for g in grouped if g.precondition]
     if pre:
-        met = {v: sum(c.verdict == v for c in pre) for v in PRECONDITION_GRADES.values()}
-        out += (f" (and {len(pre)} precondition{'s' * (len(pre) != 1)}, not counted: "
-                + ", ".join(f"{n} {v}" for v, n in met.items() if n) + ")")
+        met = {v: sum(g.verdict == v for g in pre) for v in PRECONDITION_GRADES.values()}
+        out += (f"; {len(pre)} precondition{'s' * (len(pre) != 1)}, not counted: "
+                + ", ".join(f"{n} {v}" for v, n in met.items() if n))
     return out
+
+
+def format_by_claim(claims: list[Claim]) -> str:
+    """Each claim once (its sentence and verdict), its rows under it (where, verdict, k of n), as text."""
+    lines = []
+    for g in by_claim(claims):
+        head = "PRECONDITION, " if g.precondition else ""
+        lines.append(textwrap.fill(f"{head}{g.verdict.upper()}: {g.sentence}", WRAP, subsequent_indent="  "))
+        lines += [textwrap.fill(f"[{c.where}] {c.claim}: {c.verdict}, {c.count}", WRAP, initial_indent="    ",
+                                subsequent_indent="      ") for c in g.rows]
+    return "\n".join(lines)
 
 
 def format_claims(claims: list[Claim]) -> str:

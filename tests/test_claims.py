@@ -238,7 +238,7 @@ def test_the_verdict_counts_stated_in_the_readme_and_the_details_are_the_compute
     for paper, who in (("Jacot", "Jacot et al.'s"), ("Tirer", "Tirer et al.'s")):
         found = re.search(who + r"(?: claims)?: (\d+) reproduced, (\d+) partly, (\d+) not", text)
         assert found, (path, who)
-        counts = tuple(sum(c.verdict == v for c in claims.counted(rows[paper]))
+        counts = tuple(sum(g.verdict == v for g in claims.by_claim(rows[paper]) if not g.precondition)
                        for v in ("reproduced", "partly", "not reproduced"))
         assert tuple(map(int, found.groups())) == counts, (path, paper, counts)
 
@@ -289,3 +289,19 @@ def test_minor_is_no_larger_than_reseeding():
     assert not judge([clean, big], crit).holds.any()
     with pytest.raises(ValueError, match="two seeds or more"):
         judge([clean[:1], same[:1]], crit)
+
+
+def test_a_claim_is_counted_once_with_its_rows_under_it():
+    """Issue 50, point 3: rows testing one sentence (figures, losses, sizes, sweeps) make one claim, graded from its
+    rows (reproduced when all are, not reproduced when none is reproduced or partly, else partly), and the totals
+    count claims; a precondition's rows make a precondition, never counted."""
+    def row(sentence, verdict, pre=False):
+        k = {"reproduced": 3, "partly": 2, "not reproduced": 0}[verdict]
+        return claims.Claim("w", "c", np.arange(3) < k, "seeds", "", paper=sentence, precondition=pre)
+    rows = [row("A", "reproduced"), row("A", "reproduced"), row("B", "reproduced"), row("B", "not reproduced"),
+            row("C", "not reproduced"), row("C", "not reproduced"), row("D", "partly"), row("P", "reproduced", True),
+            row("P", "not reproduced", True)]
+    got = {g.sentence: g.verdict for g in claims.by_claim(rows)}
+    assert got == {"A": "reproduced", "B": "partly", "C": "not reproduced", "D": "partly", "P": "partly met"}
+    assert claims.verdict_counts(rows) == ("1 reproduced, 2 partly, 1 not reproduced of 4 claims in 7 rows; "
+                                           "1 precondition, not counted: 1 partly met")
