@@ -866,6 +866,66 @@ def tirer_claims(results: dict[str, dict], losses: tuple[str, ...], blurred: tup
     return [evaluate(s, results, _governing(s, scale)) for s in tirer_specs(losses, blurred)]
 
 
+def at_record(r: dict, k: int) -> dict:
+    """The result as if training had stopped at record ``k``: every per-record array cut after it (the records of one
+    run are a sweep of λt); arrays without a record axis (the end-of-training Gram matrices) are kept as they are."""
+    R = len(r["steps"])
+    out = dict(r)
+    for name, v in r.items():
+        if name in ("steps", "epochs"):
+            out[name] = np.asarray(v)[:k + 1]
+        elif name in ("train_error", "loss"):
+            out[name] = np.asarray(v)[..., :k + 1]
+        elif isinstance(v, np.ndarray) and v.ndim >= 2 and v.shape[-2] == R and name != "class_mean_cosines":
+            out[name] = v[..., :k + 1, :]
+    return out
+
+
+def lambda_t_sweep(specs: list[Spec], r: dict, cfg, weight_decay: float,
+                   fractions: tuple[float, ...] = (0.1, 0.25, 0.5, 1.0)) -> list[tuple[float, list[Claim]]]:
+    """The rows ``specs`` (which read result ``r`` at the end of training only) judged as if training had stopped at
+    the records where λt (at ``weight_decay``, under ``cfg``'s schedule) first reaches each fraction of its final value:
+    how a verdict moves with λt, on the runs already made (issue 50, point 6)."""
+    t = decay_time_at(np.asarray(r["steps"]), cfg, weight_decay)
+    out = []
+    for f in fractions:
+        k = int(np.argmax(t >= f * t[-1] * (1 - 1e-9)))
+        cut = at_record(r, k)
+        out.append((float(t[k]), [evaluate(s, {s.result: cut}) for s in specs]))
+    return out
+
+
+def jacot_fig2_sweep(results: dict[str, dict], scale: str = "cpu") -> list[tuple[float, list[Claim]]]:
+    """Fig. 2's MLP rows along λt (at the first weight decay): the records of the run at the assumed λt and of the one
+    at ten times it (:data:`X10`), from a tenth of the assumed λt to ten times it."""
+    runs, cfg = _jacot_runs(results), get_experiment("jacot_head_depth").config(scale)
+    out = lambda_t_sweep(_head_sweep_specs("Fig. 2, MLP", "jacot_head_depth"), runs["jacot_head_depth"], cfg,
+                         cfg.weight_decays[0])
+    if X10 in runs:
+        name, overrides = EXTRA[X10]
+        cfg10 = get_experiment(name).config(scale, **overrides)
+        out += lambda_t_sweep(_head_sweep_specs("Fig. 2, MLP", X10), runs[X10], cfg10, cfg10.weight_decays[0])
+    return sorted(out, key=lambda point: point[0])
+
+
+def tirer_ablation_sweep(results: dict[str, dict], scale: str = "cpu") -> list[tuple[float, list[Claim]]]:
+    """The ablation's rows (H over W, Table 1's directions; 500 per class) along λt: its records from a tenth of the
+    final λt to the end."""
+    cfg = get_experiment("tirer_wd_ablation").config(scale)
+    specs = [s for s in specs_at("Tirer", scale) if s.result == "tirer_wd_ablation" and s.view in ("h_over_w",
+                                                                                                 "settings")]
+    return lambda_t_sweep(specs, results["tirer_wd_ablation"], cfg, cfg.weight_decay)
+
+
+def format_sweep(sweep: list[tuple[float, list[Claim]]]) -> str:
+    """A λt sweep as text: one line per row, its verdict (k of n) at each λt."""
+    lines = ["λt: " + " | ".join(f"{t:.2g}" for t, _ in sweep)]
+    for i, c in enumerate(sweep[0][1]):
+        cells = [f"{rows[i].verdict} ({int(np.sum(rows[i].holds))}/{np.size(rows[i].holds)})" for _, rows in sweep]
+        lines.append(textwrap.fill(f"[{c.where}] {c.claim}: " + " | ".join(cells), WRAP, subsequent_indent="    "))
+    return "\n".join(lines)
+
+
 RESULTS = {"Jacot": ("jacot_mlp", "jacot_resnet_fig1", "jacot_head_depth", "jacot_resnet_head", "jacot_nonlinear_depth",
                      *EXTRA),
            "Tirer": ("tirer_layerwise", "tirer_wd_ablation", "tirer_wd_ablation@300", "tirer_blur")}

@@ -305,3 +305,22 @@ def test_a_claim_is_counted_once_with_its_rows_under_it():
     assert got == {"A": "reproduced", "B": "partly", "C": "not reproduced", "D": "partly", "P": "partly met"}
     assert claims.verdict_counts(rows) == ("1 reproduced, 2 partly, 1 not reproduced of 4 claims in 7 rows; "
                                            "1 precondition, not counted: 1 partly met")
+
+
+def test_a_result_cut_at_a_record_is_the_run_stopped_there():
+    """The λt sweep reads a result as if training had stopped at a record: every per-record array ends there, the rows
+    read that record as the end, and λt grows along the sweep."""
+    r = _deep_head_result()
+    cut = claims.at_record(r, 4)
+    assert len(cut["steps"]) == 5 and cut["train_error"].shape[-1] == 5
+    assert cut["nc2_condition_number"].shape[-2] == 5
+    assert cut["class_mean_cosines"].shape == r["class_mean_cosines"].shape          # end of training only: kept
+    np.testing.assert_array_equal(cut["nc2_condition_number"][..., -1, :], r["nc2_condition_number"][..., 4, :])
+
+    class Cfg:
+        steps, lr, lr_drops, momentum = 1000, 1.0, (0.8,), 0.0
+    specs = [s for s in claims._deep_head_specs("Fig. 1", "x", "hidden 1", 1e-3, Cfg) if "collapse" in s.claim]
+    sweep = claims.lambda_t_sweep(specs, r, Cfg, 1e-3, fractions=(0.5, 1.0))
+    assert sweep[0][0] < sweep[1][0]
+    assert [rows[0].verdict for _, rows in sweep] == ["not reproduced", "reproduced"]   # NC1 falls at the last record
+    assert "λt: " in claims.format_sweep(sweep)
