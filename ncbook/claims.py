@@ -358,7 +358,7 @@ class ClaimsTable:
             out += (f"; {s}: {verdict_counts(list(by.values()))} run there (shown under the {self.scale} verdict), "
                     f"{left} row{'s' * (left != 1)} not run")
         if self.not_run:
-            out += f"; {len(self.not_run)} claim{'s' * (len(self.not_run) != 1)} not run, listed last"
+            out += f"; {len(self.not_run)} claim{'s' * (len(self.not_run) != 1)} not run, listed below"
         return out
 
     HEADS = ("the paper's claim, by figure", "verdict: runs in which it holds")
@@ -407,13 +407,13 @@ class ClaimsTable:
                                                ours, unbroken_numbers(c.governing)))
         for s, o in self._unmatched():
             rows += row(self.HEADS, (e(f"[{o.where}] {o.claim}"), f"not run at {e(self.scale)}" + elsewhere(s, o)))
-        if self.not_run:
-            rows += "<tr class='claims-group'><th colspan='2'>not run</th></tr>"
-        for n in self.not_run:
-            rows += row(self.HEADS, (e(f"[{n.where}] {n.claim}"), e(n.reason)))
+        not_run = "".join(f"<li><b>{e(n.where)}</b>: {e(n.claim)}. <i>{e(n.reason)}</i></li>" for n in self.not_run)
+        not_run = (f"<details class='ncbook-claims-detail ncbook-claims-not-run'><summary>The claims no run tests "
+                   f"({len(self.not_run)}), and why</summary><ul>{not_run}</ul></details>") if self.not_run else ""
         caption = e((self.title + ": " if self.title else "") + self._counts())
         return (f"<table class='ncbook-claims'><caption>{caption}</caption>{head(self.HEADS)}<tbody>{rows}</tbody>"
-                f"</table><details class='ncbook-claims-detail'><summary>Each claim in full: the paper's words and "
+                f"</table>{not_run}<details class='ncbook-claims-detail'><summary>Each claim in full: the paper's "
+                f"words and "
                 f"metric, what each run must show, our numbers, the governing quantities</summary>"
                 f"<table class='ncbook-claims ncbook-claims-full'>{head(self.DETAIL_HEADS)}<tbody>{details}</tbody>"
                 f"</table></details>")
@@ -673,7 +673,7 @@ def _deep_head_specs(where: str, result: str, shown: str, weight_decay: float, c
     J = "Jacot"
     return [
         Spec(J, where, "implied: the collapse is of an interpolating network (no training error printed)",
-             "precondition (implied, not a claim): the network fits its training data", ("error",), result, "end",
+             "precondition, not counted: the network fits its training data", ("error",), result, "end",
              ZERO_ERROR, "seeds", precondition=True),
         Spec(J, where, "\"the collapse is reached throughout the training\" (NC1 curves; no value printed)",
              "collapse is reached: NC1 at the classifier's input falls", ("NC1",), result, "training",
@@ -685,7 +685,7 @@ def _deep_head_specs(where: str, result: str, shown: str, weight_decay: float, c
              "(seed, layer) pairs"),
         Spec(J, where, "\"the gram matrices of the class-means ... rapidly converge towards the identity\" (the "
              "figure's bottom row: the Gram matrices layer by layer through the linear head)",
-             "through the linear head, layer by layer, the class means' Gram matrix approaches the identity",
+             "through the linear head, the class means' Gram matrix nears the identity",
              ("Gram",), result, "gram_layers",
              Criterion("down", text="the largest off-diagonal |cosine| lower at each layer of the head than at the "
                        "previous, at the end (\"rapidly\" has no number in the paper; the book asks no more than "
@@ -696,7 +696,7 @@ def _deep_head_specs(where: str, result: str, shown: str, weight_decay: float, c
                                              "least 5 times below the most balanced ReLU pair"), "seeds",
              {"shown": shown}),
         Spec(J, where, "\"the metric capturing the balancedness exponentially decreases until it plateaus\"",
-             "the linear layers' balancedness first decays exponentially at the rate gradient flow predicts",
+             "the linear layers' balancedness decays exponentially at about gradient flow's rate",
              ("balancedness",), result, "decay_rate",
              Criterion("at least", 1.0, text="exponentially: before the plateau (from the start to the first record "
                        "within a factor 2 of the value at the lr drop: the book's reading of \"until it plateaus\"), "
@@ -767,11 +767,11 @@ def jacot_specs(scale: str = "cpu", extra: tuple[str, ...] = ()) -> list[Spec]:
         specs += _head_sweep_specs("Fig. 2 right / 5, ResNet, the paper's λ (λt /13)", PAPER_WD)
     for name in ("balancedness", "negativity"):
         for kind in ("min", "mean"):
-            specs.append(Spec("Jacot", "Fig. 3", FIG3_PAPER[(name, kind)], f"the {kind} {name} of the non-linear "
-                              "layers is lower in the deepest network than in the shallowest", (name,),
+            specs.append(Spec("Jacot", "Fig. 3", FIG3_PAPER[(name, kind)], f"the {kind} {name} of the ReLU layers is "
+                              "lower in the deepest network", (name,),
                               "jacot_nonlinear_depth", "nonlinear",
                               Criterion("down", text="lower at the largest depth; clearly: the means by the margin"),
-                              "(learning rate, seed) runs", {"kind": kind, "backbone": nd.backbone}))
+                              "(lr, seed) runs", {"kind": kind, "backbone": nd.backbone}))
     specs.append(Spec("Jacot", "Fig. 3", "\"the last non-linear layer(s) always exhibit significant negativity\"",
                       "the last ReLU layer is significantly negative at every depth", ("negativity",),
                       "jacot_nonlinear_depth", "last_relu",

@@ -152,13 +152,13 @@ def test_deep_head_rows_hold_on_a_collapsing_result_and_fail_where_a_seed_fails(
     specs = claims._deep_head_specs("Fig. 1", "x", "hidden 1", 1e-3, Cfg)
     r = _deep_head_result()
     got = {s.claim[:20]: claims.evaluate(s, {"x": r}).verdict for s in specs}
-    assert set(got.values()) == {"reproduced", "met"} and got["precondition (implie"] == "met", got
+    assert set(got.values()) == {"reproduced", "met"} and got["precondition, not co"] == "met", got
     r["nc2_condition_number"][1, -1, 5] = 3.0                       # seed 1: NC2 worse at the last head layer
     r["train_error"][0, -1] = 0.01
     r["class_mean_cosines"][2, -2, 0, 1] = 0.5
     rows = {s.claim[:20]: claims.evaluate(s, {"x": r}) for s in specs}
-    assert rows["precondition (implie"].holds.tolist() == [False, True, True]
-    assert rows["precondition (implie"].verdict == "partly met"
+    assert rows["precondition, not co"].holds.tolist() == [False, True, True]
+    assert rows["precondition, not co"].verdict == "partly met"
     assert rows["through the linear h"].holds.tolist() == [True] * 5 + [False]     # seed 2's last layer
     assert rows["NC2 improves with ea"].verdict == "partly"
 
@@ -273,7 +273,8 @@ def test_claims_on_cifar10_are_listed_as_not_run_and_counted_apart():
         assert n.where in text and html.escape(n.claim) in page
     assert text.count("not run: CIFAR-10 is not present") == 3
     k = len(claims.not_run("Tirer"))
-    assert f"{k} claims not run, listed last" in text and f"{k} claims not run" in page
+    assert f"{k} claims not run, listed below" in text and f"{k} claims not run" in page
+    assert f"The claims no run tests ({k}), and why" in page            # folded below the table, not rows in it
     assert claims.verdict_counts(rows) in text and claims.verdict_counts(rows) in repr(plain)
     assert "CIFAR-10" not in repr(plain)
 
