@@ -19,7 +19,9 @@ import ast
 import itertools
 import multiprocessing
 import shutil
+import signal
 import sys
+import threading
 import typing
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -377,6 +379,10 @@ def main(argv: list[str] | None = None) -> int:
     im.add_argument("--replace", action="store_true", help="take an imported result where a different current "
                     "result of the same tag is here")
     args = p.parse_args(argv)
+    if threading.current_thread() is threading.main_thread():
+        # interruptible even when started with SIGINT ignored (a background job of a non-interactive shell, as under
+        # nohup): run --all stops a run at its budget by SIGINT, and Ctrl-C must reach a foreground one
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return {"list": cmd_list, "run": cmd_run, "sweep": cmd_sweep, "verify": cmd_verify,
                 "import": cmd_import}[args.command](args)

@@ -546,7 +546,8 @@ def nc1_trace_ratio(features: ClassStats | ArrayLike, labels: ArrayLike | None =
 
 def nc1_pinv(features: ClassStats | ArrayLike, labels: ArrayLike | None = None,
              global_mean: GlobalMean = "samples") -> float:
-    """NC1 = (1/K) tr(Sigma_W Sigma_B^+)  (Papyan et al. 2020; Tirer et al. Sec. 6), in the span of the means."""
+    """NC1 = (1/K) tr(Sigma_W Sigma_B^+)  (Papyan et al. 2020; Tirer et al. Sec. 6), in the span of the means: 0 also
+    when the within-class spread is orthogonal to that span (ranges of Sigma_W and Sigma_B orthogonal)."""
     s = _stats(features, labels)
     Sw_q = s.scatter_q.sum(0) / s.num_samples
     value = float((Sw_q * _between_pinv_q(s, global_mean)).sum() / s.num_classes)
@@ -846,7 +847,8 @@ def coherence(features: ClassStats | ArrayLike, labels: ArrayLike | None = None,
               global_mean: GlobalMean = "samples") -> float:
     """Coherence of the centred class means, max over c != c' of ``|cos(mu_c - mu_G, mu_c' - mu_G)|``: at least
     1/(K-1) for K vectors spanning at most K - 1 dimensions (Welch 1974; Strohmer & Heath 2003), with equality
-    exactly at an equiangular tight frame, the simplex ETF of NC2."""
+    exactly when their directions form an equiangular tight frame, a simplex ETF's; their norms may differ (with
+    unbalanced classes, centred at the samples' mean), so equality is an ETF only for balanced classes."""
     return float(_centred_mean_cosines(_stats(features, labels), global_mean).abs().max())
 
 

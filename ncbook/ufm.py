@@ -443,6 +443,12 @@ def gradient_growth_constant(p: UFM) -> float:
     return 1 / (4 * p.lam_W) + 1 / p.lam_W + p.lam_H
 
 
+def sharp_gradient_growth_constant(p: UFM) -> float:
+    """max(lam_H, 1/lam_W - lam_H), the smallest M of Lemma B.1: Kn grad L(H) = H (lam_H I - B) with
+    0 <= B <= I / lam_W (chapter 3), attained as H -> 0 along the class means and as H grows."""
+    return max(p.lam_H, 1 / p.lam_W - p.lam_H)
+
+
 def curvature_lower_bound(p: UFM) -> float:
     """lam_H - 1/lam_W: Kn hess L(H) >= (lam_H - 1/lam_W) I for every H, with equality at H = 0 (chapter 3)."""
     return p.lam_H - 1 / p.lam_W

@@ -73,7 +73,10 @@ def test_a_run_stopped_by_sigint_says_so_on_one_line_and_keeps_its_checkpoint(re
     cmd = [sys.executable, "-m", "ncbook", "run", "jacot_mlp", "--scale", "tiny", "--set", "steps=50000",
            "--set", "record_every=50000"]
     env = os.environ | {"TQDM_DISABLE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # started with SIGINT ignored, as a background job of a non-interactive shell is (a CI run under nohup, a GPU
+    # session's command): the run must still stop (seen: exit 0 after all 50,000 steps, the signal ignored)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     try:
         deadline = time.monotonic() + 600
         while (not list((results / ".checkpoints").glob("*.pt")) and proc.poll() is None

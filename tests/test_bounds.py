@@ -201,7 +201,7 @@ def test_balancing_forcing_bound_attained_and_the_printed_exponent_fails():
         assert (forcing > printed * 1.5) if rho < 1 else (forcing < printed)
 
 
-def test_printed_forcing_step_fails_under_the_standing_condition_only_below_rho_one_over_sqrt_54():
+def test_printed_forcing_step_fails_below_rho_one_over_sqrt_54_with_one_relu_and_two_linear_layers():
     """Under Thm 4.4's standing condition C_lambda <= eps1^2 (lambda = 2 eps1^2/rho^2), the scalar chain's forcing
     e^2 w1^2 (w2^2 + w3^2) is at most 2 eps1^2 rho^4 / 27 (AM-GM, chapter 6), found by a constrained search too; the
     printed step 4 eps1^2 rho^6 covers it iff rho^2 >= 1/54. Fails on the old erratum (which said rho = 1/2)."""

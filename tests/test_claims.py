@@ -1,5 +1,7 @@
 """ncbook.claims: the one verdict rule, the claims as data, each paper's own metrics."""
 
+import html
+
 import numpy as np
 import pytest
 
@@ -21,17 +23,18 @@ def test_a_change_in_the_wrong_direction_is_not_reproduced_however_large():
     assert j.direction and j.separated and claims.grade(3, 3, j.direction, j.separated) == "reproduced"
 
 
-def test_the_margin_is_in_the_stated_direction_and_on_every_metric():
-    """Two groups of SD 2.5: means 4.8 apart fall short of 2 x 2.5 = 5.0 (the referee's NC2-under-doubling case:
-    partly although every run holds), 5.2 apart clear it; a move the wrong way never clears it; a row naming two
-    metrics needs the margin on both."""
+def test_the_margin_is_in_the_stated_direction_and_on_every_metric(monkeypatch):
+    """Two groups of different networks, SD 2.5: means 4.8 apart fall short of 2 x 2.5 = 5.0 (the referee's
+    NC2-under-doubling case: partly although every run holds), 5.2 apart clear it; a move the wrong way never clears
+    it; a row naming two metrics needs the margin on both."""
     a = np.array([7.5, 2.5, 7.5, 2.5])
-    close, far = judge([a, a - 4.8], DOWN), judge([a, a - 5.2], DOWN)
+    close, far = judge([a, a - 4.8], DOWN, paired=False), judge([a, a - 5.2], DOWN, paired=False)
     assert close.holds.all() and close.direction and close.separated is False
     assert claims.grade(4, 4, close.direction, close.separated) == "partly"
     assert far.separated is True and claims.grade(4, 4, far.direction, far.separated) == "reproduced"
-    up = judge([a, a + 20], DOWN)
+    up = judge([a, a + 20], DOWN, paired=False)
     assert up.separated is False and up.direction is False
+    monkeypatch.setattr(claims, "UNPAIRED_VIEWS", ("groups",))
     two = {"nc1_pinv": np.stack([a, a - 5.2])[..., None],           # [group, seed, record]
            "nc2_etf_distance": np.stack([a, a - 4.8])[..., None]}
     claims.VIEWS["groups"] = lambda r, name: (["a", "b"], [r[name][0, :, -1], r[name][1, :, -1]])
@@ -41,6 +44,24 @@ def test_the_margin_is_in_the_stated_direction_and_on_every_metric():
         assert row.holds.all() and row.separated is False and row.verdict == "partly"
     finally:
         del claims.VIEWS["groups"]
+
+
+def test_a_run_compared_with_itself_is_judged_on_its_paired_differences():
+    """The referee's case: three seeds at levels 5, 7.5 and 10 each fall by 29-30%. Unpaired, the seed spread hides
+    the fall (means 2.23 apart against 2 x 2.04); paired, each run falls by 1.45 to 3.0 (SD 0.63), clear of 2 SD.
+    Rows read paired differences exactly where run i of every group is one network: every view but those of
+    networks of different depths (a reading that pairs the depth sweeps, or unpairs the rest, fails here)."""
+    a = np.array([5.0, 7.5, 10.0])
+    b = a * np.array([0.71, 0.70, 0.70])
+    assert judge([a, b], DOWN, paired=False).separated is False
+    assert judge([a, b], DOWN, paired=True).separated is True
+    assert judge([a, b], DOWN).separated is True                        # paired unless said otherwise
+    paired = {}
+    for paper in ("Jacot", "Tirer"):
+        for spec in claims.specs_at(paper, "cpu"):
+            paired[spec.view] = spec.view not in claims.UNPAIRED_VIEWS
+    assert {v for v, p in paired.items() if not p} == {"head_depths", "nonlinear"}
+    assert all(paired[v] for v in ("training", "h_over_w", "settings", "layerwise", "roles", "head_layers"))
 
 
 def test_graded_verdicts_separate_six_of_thirty_from_twenty_nine():
@@ -104,7 +125,10 @@ def _deep_head_result(S=3, R=11):
     bal[:, :, 1:3] = 1.0
     bal[:, :, 4:6] = np.exp(-np.linspace(0, 3, R))[None, :, None]
     r["balancedness"] = bal
-    r["class_mean_cosines"] = np.tile(np.eye(10), (S, n, 1, 1))
+    cos = np.ones(n)
+    cos[3:6] = [0.6, 0.3, 0.1]                                      # the head's Gram approaches the identity
+    r["class_mean_cosines"] = (1 - cos)[None, :, None, None] * np.eye(10) + cos[None, :, None, None] * np.ones(
+        (S, n, 10, 10))
     return r
 
 
@@ -128,13 +152,14 @@ def test_deep_head_rows_hold_on_a_collapsing_result_and_fail_where_a_seed_fails(
     specs = claims._deep_head_specs("Fig. 1", "x", "hidden 1", 1e-3, Cfg)
     r = _deep_head_result()
     got = {s.claim[:20]: claims.evaluate(s, {"x": r}).verdict for s in specs}
-    assert set(got.values()) == {"reproduced"}, got
+    assert set(got.values()) == {"reproduced", "met"} and got["precondition, not co"] == "met", got
     r["nc2_condition_number"][1, -1, 5] = 3.0                       # seed 1: NC2 worse at the last head layer
     r["train_error"][0, -1] = 0.01
     r["class_mean_cosines"][2, -2, 0, 1] = 0.5
     rows = {s.claim[:20]: claims.evaluate(s, {"x": r}) for s in specs}
-    assert rows["the network fits its"].holds.tolist() == [False, True, True]
-    assert rows["the class means' Gra"].holds.tolist() == [True, True, False]
+    assert rows["precondition, not co"].holds.tolist() == [False, True, True]
+    assert rows["precondition, not co"].verdict == "partly met"
+    assert rows["through the linear h"].holds.tolist() == [True] * 5 + [False]     # seed 2's last layer
     assert rows["NC2 improves with ea"].verdict == "partly"
 
 
@@ -168,8 +193,8 @@ def test_a_scale_beside_the_cpu_gives_its_verdict_where_its_result_exists_and_no
     assert text.count("at gpu: not run") == len(rows) - 1
     assert "at gpu: not reproduced: 0 of 4 seeds; ours: made up" in text
     assert page.count("at gpu: <b>not reproduced</b>, 0 of 4 seeds") == 1 and "made up" in page
-    counts = f"gpu: 0 reproduced, 0 partly, 1 not reproduced of the 1 row run there (shown under the cpu verdict), " \
-             f"{len(rows) - 1} not run"
+    counts = f"gpu: 0 reproduced, 0 partly, 1 not reproduced of 1 claim run there (shown under the cpu verdict), " \
+             f"{len(rows) - 1} rows not run"
     assert counts in text and counts in page
     alone = claims.ClaimsTable(rows, "Tirer")
     assert "at gpu" not in repr(alone) and "at gpu" not in alone._repr_html_()
@@ -213,5 +238,91 @@ def test_the_verdict_counts_stated_in_the_readme_and_the_details_are_the_compute
     for paper, who in (("Jacot", "Jacot et al.'s"), ("Tirer", "Tirer et al.'s")):
         found = re.search(who + r"(?: claims)?: (\d+) reproduced, (\d+) partly, (\d+) not", text)
         assert found, (path, who)
-        counts = tuple(sum(c.verdict == v for c in rows[paper]) for v in ("reproduced", "partly", "not reproduced"))
+        counts = tuple(sum(g.verdict == v for g in claims.by_claim(rows[paper]) if not g.precondition)
+                       for v in ("reproduced", "partly", "not reproduced"))
         assert tuple(map(int, found.groups())) == counts, (path, paper, counts)
+
+
+def test_the_exponential_phase_is_measured_before_the_plateau():
+    """Balancedness decaying as exp(-r λt) down to a plateau: the row holds at gradient flow's rate r = 2 however long
+    the plateau (averaged over it, as an earlier reading did, the rate falls to 5/8 here), and fails at r = 0.5."""
+    class Cfg:
+        steps, lr, lr_drops, momentum = 1000, 10.0, (0.8,), 0.0
+    spec = next(s for s in claims._deep_head_specs("Fig. 1", "x", "hidden 1", 1e-3, Cfg) if "exponentially" in s.claim)
+    r = _deep_head_result()
+    t = r["steps"] * 1e-3 * Cfg.lr                                   # λt of each record: 0 to 10
+    for rate, verdict in ((2.0, "reproduced"), (0.5, "not reproduced")):
+        r["balancedness"][:, :, 4:6] = np.maximum(np.exp(-rate * t), np.exp(-rate * 2.5))[None, :, None]
+        row = claims.evaluate(spec, {"x": r})
+        assert row.verdict == verdict, (rate, row.numbers)
+    r["balancedness"][:, :, 4:6] = np.maximum(np.exp(-2.0 * t), np.exp(-5.0))[None, :, None]     # plateau at λt 2.5
+    assert claims.evaluate(spec, {"x": r}).numbers == "rate: 1.67, 1.67, 1.67"   # onset at the record λt = 3: 5 / 3,
+    # where the start-to-drop reading (λt = 8) gives 5 / 8
+
+
+def test_claims_on_cifar10_are_listed_as_not_run_and_counted_apart():
+    """Issue 50, point 5: each paper's CIFAR-10 claims (and those needing runs not made) appear under its table as not
+    run, with the reason, in the text and on the page, and the caption counts them apart from the verdicts."""
+    rows = _tirer_cpu_rows()
+    plain = claims.ClaimsTable(rows, "Tirer")
+    table = claims.ClaimsTable(rows, "Tirer", not_run=claims.not_run("Tirer"))
+    text, page = " ".join(repr(table).split()), table._repr_html_()
+    cifar = [n for n in claims.not_run("Tirer") if "CIFAR-10" in n.where]
+    assert len(cifar) == 3 and sum("CIFAR-10" in n.where for n in claims.not_run("Jacot")) == 2
+    for n in claims.not_run("Tirer"):
+        assert n.where in text and html.escape(n.claim) in page
+    assert text.count("not run: CIFAR-10 is not present") == 3
+    k = len(claims.not_run("Tirer"))
+    assert f"{k} claims not run, listed below" in text and f"{k} claims not run" in page
+    assert f"The claims no run tests ({k}), and why" in page            # folded below the table, not rows in it
+    assert claims.verdict_counts(rows) in text and claims.verdict_counts(rows) in repr(plain)
+    assert "CIFAR-10" not in repr(plain)
+
+
+def test_minor_is_no_larger_than_reseeding():
+    """Issue 50: a 'minor' effect is bounded by the unchanged runs' own seed spread, so a change smaller than reseeding
+    passes (a fixed 10% bound failed it when seeds differ by 30%) and a change larger than it fails."""
+    crit = Criterion("within spread")
+    clean = np.array([[1.0, 2.0], [1.3, 2.2], [1.1, 2.4]])            # [seed, class]: spreads 1.3 and 1.2
+    same = clean * np.array([[1.05, 0.95], [0.97, 1.1], [1.2, 0.9]])
+    assert judge([clean, same], crit).holds.all()
+    assert not judge([clean, same], Criterion("flat", 1.1)).holds.all()        # the old fixed bound
+    big = clean * 1.5
+    assert not judge([clean, big], crit).holds.any()
+    with pytest.raises(ValueError, match="two seeds or more"):
+        judge([clean[:1], same[:1]], crit)
+
+
+def test_a_claim_is_counted_once_with_its_rows_under_it():
+    """Issue 50, point 3: rows testing one sentence (figures, losses, sizes, sweeps) make one claim, graded from its
+    rows (reproduced when all are, not reproduced when none is reproduced or partly, else partly), and the totals
+    count claims; a precondition's rows make a precondition, never counted."""
+    def row(sentence, verdict, pre=False):
+        k = {"reproduced": 3, "partly": 2, "not reproduced": 0}[verdict]
+        return claims.Claim("w", "c", np.arange(3) < k, "seeds", "", paper=sentence, precondition=pre)
+    rows = [row("A", "reproduced"), row("A", "reproduced"), row("B", "reproduced"), row("B", "not reproduced"),
+            row("C", "not reproduced"), row("C", "not reproduced"), row("D", "partly"), row("P", "reproduced", True),
+            row("P", "not reproduced", True)]
+    got = {g.sentence: g.verdict for g in claims.by_claim(rows)}
+    assert got == {"A": "reproduced", "B": "partly", "C": "not reproduced", "D": "partly", "P": "partly met"}
+    assert claims.verdict_counts(rows) == ("1 reproduced, 2 partly, 1 not reproduced of 4 claims in 7 rows; "
+                                           "1 precondition, not counted: 1 partly met")
+
+
+def test_a_result_cut_at_a_record_is_the_run_stopped_there():
+    """The λt sweep reads a result as if training had stopped at a record: every per-record array ends there, the rows
+    read that record as the end, and λt grows along the sweep."""
+    r = _deep_head_result()
+    cut = claims.at_record(r, 4)
+    assert len(cut["steps"]) == 5 and cut["train_error"].shape[-1] == 5
+    assert cut["nc2_condition_number"].shape[-2] == 5
+    assert cut["class_mean_cosines"].shape == r["class_mean_cosines"].shape          # end of training only: kept
+    np.testing.assert_array_equal(cut["nc2_condition_number"][..., -1, :], r["nc2_condition_number"][..., 4, :])
+
+    class Cfg:
+        steps, lr, lr_drops, momentum = 1000, 1.0, (0.8,), 0.0
+    specs = [s for s in claims._deep_head_specs("Fig. 1", "x", "hidden 1", 1e-3, Cfg) if "collapse" in s.claim]
+    sweep = claims.lambda_t_sweep(specs, r, Cfg, 1e-3, fractions=(0.5, 1.0))
+    assert sweep[0][0] < sweep[1][0]
+    assert [rows[0].verdict for _, rows in sweep] == ["not reproduced", "reproduced"]   # NC1 falls at the last record
+    assert "λt: " in claims.format_sweep(sweep)

@@ -414,3 +414,34 @@ def test_peer_metrics_refuse_what_they_cannot_measure():
     bad[3, 1] = np.nan
     with pytest.raises(ValueError, match="NaN or inf"):
         m.nc4_ncc_agreement(bad, y, m.class_means(Z, y))
+
+
+def test_pinv_nc1_vanishes_when_the_spread_is_orthogonal_to_the_means_span_and_the_trace_ratio_does_not():
+    """Chapter 1 (issue 50): "both vanish exactly when every sample sits on its class mean" is wrong for Tirer et
+    al.'s NC1_+: three classes on a triangle in a plane, each sample one unit above or below it, have NC1_+ = 0 with
+    tr Sigma_W = 1; only the trace ratio vanishes exactly at collapse."""
+    import math
+
+    corners = 2 * torch.tensor([[1.0, 0.0], [-0.5, math.sqrt(3) / 2], [-0.5, -math.sqrt(3) / 2]], dtype=torch.float64)
+    up = torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64)
+    H = torch.stack([torch.cat([corners[c], torch.zeros(1, dtype=torch.float64)]) + s * up
+                     for c in range(3) for s in (1.0, -1.0)])
+    y = torch.arange(3).repeat_interleave(2)
+    assert m.nc1_pinv(H, y) == pytest.approx(0.0, abs=1e-12)
+    assert m.nc1_trace_ratio(H, y) == pytest.approx(0.25)
+
+
+def test_coherence_reaches_the_welch_bound_off_an_etf_with_unbalanced_classes():
+    """Chapter 1 (issue 50): coherence 1/(K-1) is reached exactly when the centred means' directions are a simplex
+    ETF's, not only at an ETF: with 1, 2 and 3 samples per class and means of norms 1/n_c along a simplex's
+    directions (so the samples' mean is 0) it is 1/2 while NC2 and equinorm are far from 0; with balanced classes the
+    same directions force equal norms."""
+    import math
+
+    u = torch.tensor([[1.0, 0.0], [-0.5, math.sqrt(3) / 2], [-0.5, -math.sqrt(3) / 2]], dtype=torch.float64)
+    counts = [1, 2, 3]
+    H = torch.cat([(u[c] / n).repeat(n, 1) for c, n in enumerate(counts)])
+    y = torch.cat([torch.full((n,), c) for c, n in enumerate(counts)])
+    assert m.coherence(H, y) == pytest.approx(0.5, abs=1e-12)
+    assert m.nc2_etf_distance(H, y) > 0.5 and m.equinorm(H, y) > 0.5
+    assert m.coherence(H, y, global_mean="class_means") > 0.5 + 1e-3      # the means' mean: not the bound
