@@ -460,11 +460,15 @@ def view_training(r, name, layer, at=("start", "end")):
     return list(at), [r[name][..., _record(r, a), i] for a in at]
 
 
+def _head_layers(r) -> range:
+    """The linear head's layers, from its input to the classifier's input."""
+    return range(layer_index(r, "head input"), layer_index(r, "deepest") + 1)
+
+
 def view_head_layers(r, name):
     """At the end, every layer of the linear head from its input to the classifier's input."""
-    idx = range(layer_index(r, "head input"), layer_index(r, "deepest") + 1)
     names = layer_names(r)
-    return [names[i] for i in idx], [r[name][..., -1, i] for i in idx]
+    return [names[i] for i in _head_layers(r)], [r[name][..., -1, i] for i in _head_layers(r)]
 
 
 def view_pair_kinds(r, name, shown):
@@ -516,31 +520,17 @@ def view_last_relu(r, name):
                                           for d in range(len(r["depths"]))])]
 
 
-def view_gram_end(r, name):
-    """The largest |cosine| between two class means at the classifier's input at the end (from the stored Gram
-    matrices): 0 when they are orthogonal (the identity of Jacot Figs. 1, 4)."""
-    return ["end"], [largest_cosine(r["class_mean_cosines"][..., layer_index(r, "deepest"), :, :])]
-
-
 def view_gram_layers(r, name):
     """At the end, the largest |cosine| between two class means at every layer of the linear head, from its input to
     the classifier's input (Jacot Figs. 1, 4, bottom row)."""
-    idx = range(layer_index(r, "head input"), layer_index(r, "deepest") + 1)
     names = layer_names(r)
-    return [names[i] for i in idx], [largest_cosine(r["class_mean_cosines"][..., i, :, :]) for i in idx]
+    return [names[i] for i in _head_layers(r)], [largest_cosine(r["class_mean_cosines"][..., i, :, :])
+                                                 for i in _head_layers(r)]
 
 
 def largest_cosine(G: np.ndarray) -> np.ndarray:
     """The largest off-diagonal |entry| of Gram matrices of cosines [..., K, K]: 0 at the identity."""
     return np.max(np.abs(G - np.eye(G.shape[-1]) * np.diagonal(G, axis1=-2, axis2=-1)[..., None]), axis=(-2, -1))
-
-
-def view_progress(r, name, layer, at="fifth"):
-    """How far a metric at a named layer has come by a record of training, on a log scale: (ln v_start - ln v_at) /
-    (ln v_start - ln v_end), 1 when it is already at its final value (Jacot Figs. 1, 4: "rapidly")."""
-    i = layer_index(r, layer)
-    v = np.log(r[name][..., i])
-    return [at], [(v[..., 0] - v[..., _record(r, at)]) / (v[..., 0] - v[..., -1])]
 
 
 PLATEAU_WITHIN = 2.0
@@ -618,8 +608,8 @@ def view_blur_lambda(r, name, blurred):
 
 
 VIEWS = {f.__name__[5:]: f for f in (view_end, view_training, view_head_layers, view_pair_kinds, view_head_depths,
-                                     view_nonlinear, view_variance_sources, view_last_relu, view_gram_end,
-                                     view_gram_layers, view_progress, view_decay_rate, view_layerwise, view_settings,
+                                     view_nonlinear, view_variance_sources, view_last_relu, view_gram_layers,
+                                     view_decay_rate, view_layerwise, view_settings,
                                      view_h_over_w, view_roles, view_blur_vs_clean, view_blur_lambda,
                                      view_layerwise_end)}
 
