@@ -174,6 +174,10 @@ class PageFigure:
     def _repr_html_(self) -> str:
         return picture_html(self.column, self.phone, self.alt)
 
+    def __repr__(self) -> str:
+        """No memory address, so that re-executing a chapter gives the same notebook."""
+        return "<ncbook.plotting.PageFigure>"
+
 
 def _show_figures_at_page_size() -> None:
     """In a Jupyter kernel, display matplotlib figures through ``page_png`` (sharp, column-sized, font recorded)."""

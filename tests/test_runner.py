@@ -1,8 +1,10 @@
 """ncbook.runner: results are made only by running, loaded only when current, and the shipped ones verify and fit the
 budget."""
 
+import importlib.util
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -105,10 +107,39 @@ def test_cached_scales_lists_only_current_results(tmp_path):
 
 def test_a_figure_reading_several_results_shows_one_scale(monkeypatch, tmp_path):
     """book_scale_of: the shown scale where every result the figure reads is cached there, else cpu."""
-    for name in ("edge_of_stability", "trained_ntk"):
+    for name in ("tirer_layerwise", "tirer_blur"):
         shutil.copytree(cache.RESULTS_DIR / name, tmp_path / name)
     monkeypatch.setenv("NCBOOK_SCALE", "gpu")
-    assert runner.book_scale_of("edge_of_stability", root=tmp_path) == "gpu"            # shipped at gpu
-    assert runner.book_scale_of("edge_of_stability", "trained_ntk", root=tmp_path) == "cpu"   # one is not
+    assert runner.book_scale_of("tirer_layerwise", root=tmp_path) == "gpu"            # shipped at gpu
+    assert runner.book_scale_of("tirer_layerwise", "tirer_blur", root=tmp_path) == "cpu"   # one is not
     monkeypatch.setenv("NCBOOK_SCALE", "cpu")
-    assert runner.book_scale_of("edge_of_stability", "trained_ntk", root=tmp_path) == "cpu"
+    assert runner.book_scale_of("tirer_layerwise", "tirer_blur", root=tmp_path) == "cpu"
+
+
+def _results_table():
+    path = Path(__file__).resolve().parents[1] / "scripts" / "results_table.py"
+    spec = importlib.util.spec_from_file_location("results_table", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_results_readme_says_how_each_shipped_result_was_made():
+    """results/README.md's table has one row per shipped result, and its 'made with' and 'wall time' columns are
+    the manifests' provenance (scripts/results_table.py writes them)."""
+    table = _results_table()
+    text = table.README.read_text()
+    assert table.rewrite(text, table.manifests()) == (text, [])
+
+
+def test_results_table_notices_a_missing_row_and_a_wrong_commit():
+    """The check can fail: a result without a row, a row without a result and a hand-edited commit are all caught."""
+    table = _results_table()
+    text, provenances = table.README.read_text(), table.manifests()
+    name, prov = next(iter(provenances.items()))
+    _, problems = table.rewrite(text, provenances | {"made_up/cpu": prov})
+    assert problems == ["results/README.md has no row for the shipped result `made_up/cpu`"]
+    _, problems = table.rewrite(text, {k: v for k, v in provenances.items() if k != name})
+    assert problems == [f"results/README.md lists `{name}`, which is not a shipped result"]
+    edited = text.replace(f"at {prov['git_commit'][:7]} |", "at 0000000 |", 1)
+    assert edited != text and table.rewrite(edited, provenances)[0] == text
