@@ -14,7 +14,10 @@ The rule (stated in chapter 8, section "The verdict rule"):
   differences by MARGIN times their SD where each run is compared with itself (one network at two times, layers or
   settings from one initialisation), the group means by MARGIN times the larger group SD where the groups are
   different networks (heads or backbones of different depths: :data:`UNPAIRED_VIEWS`); **partly** when
-  k/n >= :data:`PARTLY`, or k/n >= REPRODUCED without the margin; **not reproduced** below PARTLY.
+  k/n >= :data:`PARTLY`, or k/n >= REPRODUCED without the margin; **not reproduced** below PARTLY;
+- a claim about trained networks (Jacot et al.'s: their theory is of networks that fit their data) is judged on the
+  runs that fit, training error at most :data:`FITS` at the end; the others are *untestable* for it, counted apart,
+  and a claim with no run that fits is **untestable**, not counted as reproduced or not.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import html
 import re
 import textwrap
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -52,6 +55,11 @@ UNPAIRED_VIEWS = ("head_depths", "nonlinear")
 afresh): their margin compares group SDs. Every other view's groups are one network per run (at two times, layers
 or classes, or trained from one initialisation under two settings), and its margin reads paired differences."""
 
+FITS = 0.01
+"""A run fits its data when its training error at the end is at most this (1%: a handful of digits at the book's
+scale; the chapters' figures read the same runs). The book's reading of the "interpolating" networks that Jacot et
+al.'s claims are about: the paper prints no training error."""
+
 REPRODUCED, PARTLY = 0.9, 0.5
 """Fractions of runs: at least REPRODUCED (with the margin) is reproduced, at least PARTLY is partly."""
 
@@ -79,7 +87,8 @@ class Spec:
     """One claim of a paper as data: where it is made, the paper's sentence, our reading of it, the metrics the
     sentence names (keys of :data:`PAPER_METRICS` for ``paper``), the result and how its runs are grouped (``view``
     names a function of :data:`VIEWS`, ``args`` its arguments), what the runs are, and the criterion.
-    ``precondition``: a condition the paper implies rather than claims (reported beside the claims, not counted)."""
+    ``precondition``: a condition the paper implies rather than claims (reported beside the claims, not counted).
+    ``fitted_only``: the claim is about networks that fit their data: judged on the runs that do (:data:`FITS`)."""
 
     paper: str
     where: str
@@ -92,6 +101,7 @@ class Spec:
     runs: str
     args: dict = field(default_factory=dict)
     precondition: bool = False
+    fitted_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -102,11 +112,14 @@ class Judgement:
     holds: np.ndarray
     direction: bool
     separated: bool | None
+    untestable: int = 0
 
 
-def judge(groups: list[np.ndarray], c: Criterion, paired: bool = True) -> Judgement:
+def judge(groups: list[np.ndarray], c: Criterion, paired: bool = True, common: bool = False) -> Judgement:
     """The book's one verdict rule on one metric (module docstring): ``groups`` are arrays over the same runs;
-    ``paired``: run i of every group is one network, so the margin reads the paired differences."""
+    ``paired``: run i of every group is one network, so the margin reads the paired differences; ``common``: a NaN
+    is a run without a value (a network that does not fit): a run of a comparison is judged where both groups have
+    a value, of "flat" where two or more have, of a level where it has one; the others are counted as untestable."""
     if c.kind == "within spread":
         if len(groups) != 2 or np.shape(groups[0]) != np.shape(groups[1]) or np.shape(groups[0])[0] < 2:
             raise ValueError(f"a 'within spread' claim needs two groups of the same runs, two seeds or more on axis 0; "
@@ -121,26 +134,40 @@ def judge(groups: list[np.ndarray], c: Criterion, paired: bool = True) -> Judgem
                          f" of runs, the same runs in each; got sizes {[x.size for x in g]}")
     if c.kind in ("at most", "at least"):
         v = np.concatenate(g)
-        return Judgement(v <= c.factor if c.kind == "at most" else v >= c.factor, True, None)
+        held = v <= c.factor if c.kind == "at most" else v >= c.factor
+        keep = ~np.isnan(v) if common else np.ones(v.shape, bool)
+        return Judgement(held[keep], True, None, int((~keep).sum()))
     if c.kind == "flat":
         v = np.stack(g)
+        if common:
+            keep = (~np.isnan(v)).sum(0) >= 2
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                held = np.nanmax(v, 0) <= c.factor * np.nanmin(v, 0)
+            return Judgement(held[keep], True, None, int((~keep).sum()))
         return Judgement(np.max(v, 0) <= c.factor * np.min(v, 0), True, None)      # a NaN (dead layer) fails
     if c.kind not in ("down", "up"):
         raise ValueError(f"criterion kind must be 'down', 'up', 'flat', 'within spread', 'at most' or 'at least', got "
                          f"{c.kind!r}")
     sign = 1.0 if c.kind == "up" else -1.0
-    holds, direction, separated = [], True, True
+    holds, direction, separated, left = [], True, True, 0
     for a, b in zip(g, g[1:]):
-        with np.errstate(invalid="ignore", over="ignore"):       # inf - inf (dead layers): undecided, so not held
-            move = sign * (np.nanmean(b) - np.nanmean(a))
-            spread = MARGIN * (np.nanstd(b - a) if paired else max(np.nanstd(a), np.nanstd(b)))
+        both = ~(np.isnan(a) | np.isnan(b)) if common else np.ones(a.shape, bool)
         ok = b > a * c.factor if c.kind == "up" else b < a / c.factor
         if c.cap is not None:
             ok &= b <= a * c.cap if c.kind == "up" else b >= a / c.cap
-        holds.append(ok)
+        holds.append(ok[both])
+        left += int((~both).sum())
+        if not both.any():                  # no run to compare: these two groups say nothing of the direction
+            continue
+        with np.errstate(invalid="ignore", over="ignore"), warnings.catch_warnings():  # inf - inf (dead layers):
+            warnings.simplefilter("ignore", RuntimeWarning)                              # undecided, so not held
+            move = sign * (np.nanmean(b[both]) - np.nanmean(a[both]))
+            spread = MARGIN * (np.nanstd(b[both] - a[both]) if paired else
+                               max(np.nanstd(a[both]), np.nanstd(b[both])))
         direction &= bool(move > 0)
         separated &= bool(move >= spread)
-    return Judgement(np.concatenate(holds), direction, separated)
+    return Judgement(np.concatenate(holds), direction, separated, left)
 
 
 def grade(k: int, n: int, direction: bool = True, separated: bool | None = None) -> str:
@@ -172,10 +199,15 @@ class Claim:
     criterion: str = ""
     direction: bool = True
     precondition: bool = False
+    untestable: int = 0
+    """Runs left out because a network they compare does not fit its data (a claim about fitted networks)."""
 
     @property
     def verdict(self) -> str:
-        """The rule's grade; for a precondition, whether it is met (by the same rule)."""
+        """The rule's grade; for a precondition, whether it is met (by the same rule); "untestable" where no run
+        fits."""
+        if np.size(self.holds) == 0 and self.untestable:
+            return "untestable"
         grade_ = grade(int(np.sum(self.holds)), int(np.size(self.holds)), self.direction, self.separated)
         return PRECONDITION_GRADES[grade_] if self.precondition else grade_
 
@@ -184,7 +216,10 @@ class Claim:
         """k of n runs, and why a comparison that holds in most runs is not reproduced, if it is not."""
         why = ("; group means against the claim" if not self.direction else
                f"; effect within {MARGIN:g} SDs" if self.separated is False else "")
-        return f"{int(np.sum(self.holds))} of {np.size(self.holds)} {self.runs}{why}"
+        if np.size(self.holds) == 0 and self.untestable:
+            why = ""
+        left = f"; {self.untestable} untestable (not fitted)" if self.untestable else ""
+        return f"{int(np.sum(self.holds))} of {np.size(self.holds)} {self.runs}{why}{left}"
 
     def __str__(self) -> str:
         fill = lambda text: textwrap.fill(text, WRAP, initial_indent="    ", subsequent_indent="    ")  # noqa: E731
@@ -265,7 +300,9 @@ class ClaimRows:
 
     @property
     def verdict(self) -> str:
-        found = {r.verdict for r in self.rows}
+        found = {r.verdict for r in self.rows} - {"untestable"}
+        if not found:
+            return "untestable"
         words = PRECONDITION_GRADES if self.precondition else {v: v for v in PRECONDITION_GRADES}
         if found == {words["reproduced"]}:
             return words["reproduced"]
@@ -286,11 +323,17 @@ def verdict_counts(claims: list[Claim]) -> str:
     """How many claims (sentences, :func:`by_claim`) are reproduced, partly, not reproduced, of how many, in how many
     rows; then the preconditions, apart and never counted."""
     grouped = by_claim(claims)
-    proper = [g for g in grouped if not g.precondition]
+    untestable = [g for g in grouped if not g.precondition and g.verdict == "untestable"]
+    proper = [g for g in grouped if not g.precondition and g.verdict != "untestable"]
     counts = {v: sum(g.verdict == v for g in proper) for v in ("reproduced", "partly", "not reproduced")}
-    n_rows = len(counted(claims))
+    n_rows = sum(c.verdict != "untestable" for c in counted(claims))
     out = ", ".join(f"{n} {v}" for v, n in counts.items()) + f" of {len(proper)} claim{'s' * (len(proper) != 1)}"
     out += f" in {n_rows} rows" if n_rows != len(proper) else ""
+    u_rows = sum(c.verdict == "untestable" for c in counted(claims))
+    if u_rows:
+        out += f"; {u_rows} row{'s' * (u_rows != 1)} untestable (no run fits)"
+    if untestable:
+        out += f"; {len(untestable)} claim{'s' * (len(untestable) != 1)} untestable, not counted"
     pre = [g for g in grouped if g.precondition]
     if pre:
         met = {v: sum(g.verdict == v for g in pre) for v in PRECONDITION_GRADES.values()}
@@ -390,15 +433,27 @@ class ClaimsTable:
             return (f"<br><span class='claim-scale verdict-{css(o.verdict)}'>at {e(scale)}: <b>{e(o.verdict)}</b>, "
                     f"{e(o.count)}</span>")
 
+        def glance(c: Claim) -> str:
+            """The verdict with k of n judged runs, or, where no run fits, only that (the runs set apart are in the
+            figure's heading, its precondition, and in the full table)."""
+            if c.verdict == "untestable":
+                return "<b>untestable</b>: no run fits"
+            return f"<b>{e(c.verdict)}</b>, {int(np.sum(c.holds))} of {np.size(c.holds)} {e(c.runs)}"
+
         rows, details, where = "", "", None
         for c in self.claims:
+            found = [self.beside[s].get((c.where, c.claim)) for s in self.beside]
             if c.where != where:
                 where = c.where
                 rows += f"<tr class='claims-group'><th colspan='2'>{e(where)}</th></tr>"
-            k, n = int(np.sum(c.holds)), int(np.size(c.holds))
-            found = [self.beside[s].get((c.where, c.claim)) for s in self.beside]
-            rows += row(self.HEADS, (e(c.claim), f"<b>{e(c.verdict)}</b>, {k} of {n} {e(c.runs)}" + "".join(
-                elsewhere(s, o) for s, o in zip(self.beside, found) if o)), (css(c.verdict),))
+            if c.precondition and not any(found):        # in the figure's heading: the rows below read its runs
+                rows = rows[:-len("</th></tr>")] + (
+                    f"<span class='claim-precondition verdict-{css(c.verdict)}'>; precondition (not counted), the "
+                    f"networks fit: <b>{e(c.verdict)}</b>, {int(np.sum(c.holds))} of {np.size(c.holds)} runs fit"
+                    f"</span></th></tr>")
+            else:
+                rows += row(self.HEADS, (e(c.claim), glance(c) + "".join(
+                    elsewhere(s, o) for s, o in zip(self.beside, found) if o)), (css(c.verdict),))
             words = e(c.paper) + f"<br><span class='claim-metric'>{e(c.metric)}</span>"
             ours = unbroken_numbers(c.numbers) + "".join(
                 f"<br><i>at {e(s)}:</i> {unbroken_numbers(o.numbers)}" for s, o in zip(self.beside, found) if o)
@@ -481,12 +536,18 @@ def view_pair_kinds(r, name, shown):
 
 def view_head_depths(r, name, end="last", depths=None):
     """Per depth of a head sweep (all, or the positions ``depths``), the value at the end at the head's first layer
-    (its input) or last."""
-    out, depths = [], range(len(r["depths"])) if depths is None else depths
-    for d in depths:
-        role = "head input" if end == "first" else "deepest"
-        out.append(r[name][d][..., -1, layer_index(r, role, d)])
-    return [f"{int(r['depths'][d])} linear" for d in depths], out
+    (its input) or last. ``depths="ends"``: the shallowest head, and per run the deepest head with a value (not NaN:
+    where only the runs that fit have one, the deepest that fits)."""
+    role = "head input" if end == "first" else "deepest"
+    every = [r[name][d][..., -1, layer_index(r, role, d)] for d in range(len(r["depths"]))]
+    if depths == "ends":
+        v = np.stack(every)                                                      # [depth, run...]
+        has = ~np.isnan(v[1:])
+        last = np.where(has.any(0), has.shape[0] - np.argmax(has[::-1], 0), 0)  # 1 + deepest index with a value
+        deepest = np.where(has.any(0), np.take_along_axis(v, last[None], 0)[0], np.nan)
+        return [f"{int(r['depths'][0])} linear", "the deepest with a value"], [v[0], deepest]
+    depths = range(len(r["depths"])) if depths is None else depths
+    return [f"{int(r['depths'][d])} linear" for d in depths], [every[d] for d in depths]
 
 
 def view_variance_sources(r, name):
@@ -634,11 +695,15 @@ def _summary(labels: list[str], groups: list[np.ndarray], fmt: str = ".3g") -> s
 
 def evaluate(spec: Spec, results: dict[str, dict], governing: str = "") -> Claim:
     """A claims-table row from a :class:`Spec` on cached ``results`` (by experiment name), by :func:`judge`."""
-    holds, direction, separated, numbers = [], True, None, []
+    holds, direction, separated, numbers, left = [], True, None, [], 0
     for metric in spec.metrics:
         name = PAPER_METRICS[spec.paper][metric]
-        labels, groups = VIEWS[spec.view](results[spec.result], name, **spec.args)
-        j = judge(groups, spec.criterion, paired=spec.view not in UNPAIRED_VIEWS)
+        r = results[spec.result]
+        with warnings.catch_warnings():         # the runs that do not fit are NaN: empty means, all-NaN slices
+            warnings.simplefilter("ignore", RuntimeWarning)
+            labels, groups = VIEWS[spec.view](fitted(r, name) if spec.fitted_only else r, name, **spec.args)
+        j = judge(groups, spec.criterion, paired=spec.view not in UNPAIRED_VIEWS, common=spec.fitted_only)
+        left += j.untestable
         holds.append(j.holds)
         direction &= j.direction
         if j.separated is not None:
@@ -649,22 +714,44 @@ def evaluate(spec: Spec, results: dict[str, dict], governing: str = "") -> Claim
     runs = spec.runs + (f" x {len(spec.metrics)} metrics" if len(spec.metrics) > 1 else "")
     return Claim(spec.where, spec.claim, h, runs, "; ".join(numbers), separated, spec.sentence, governing,
                  metric=", ".join(f"{m} = {PAPER_METRICS[spec.paper][m]}" for m in spec.metrics),
-                 criterion=spec.criterion.text, direction=direction, precondition=spec.precondition)
+                 criterion=spec.criterion.text, direction=direction, precondition=spec.precondition,
+                 untestable=left)
+
+
+def fits(r: dict) -> np.ndarray:
+    """Per run (the leading axes of ``train_error``), whether it fits its data at the end (:data:`FITS`)."""
+    return np.asarray(r["train_error"])[..., -1] <= FITS
+
+
+def fitted(r: dict, name: str) -> dict:
+    """The result with metric ``name`` (and the class means' Gram matrices) NaN on every run that does not fit."""
+    ok, out = fits(r), dict(r)
+    for key in {name, "class_mean_cosines"} & set(r):
+        v = np.asarray(r[key], dtype=float)
+        out[key] = np.where(ok.reshape(ok.shape + (1,) * (v.ndim - ok.ndim)), v, np.nan)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # the claims of Jacot et al. Sec. 6 and App. A (Figs. 1-5)
 
 ZERO_ERROR = Criterion("at most", 0.0, text="zero training error at the end")
+FITTED = Criterion("at most", FITS, text=f"training error at most {FITS:.0%} at the end (the book's reading of "
+                   "interpolation at its scale; the rows below read only the runs that fit)")
+
+
+def about_fitted(specs: list[Spec]) -> list[Spec]:
+    """Jacot et al.'s claims are about networks that fit their data: each but a precondition reads those runs only."""
+    return [replace(s, fitted_only=not s.precondition) for s in specs]
 
 
 def _deep_head_specs(where: str, result: str, shown: str, weight_decay: float, cfg) -> list[Spec]:
     """Jacot et al. Fig. 1 / Fig. 4: one network per seed; the figure shows the layers from ``shown`` on."""
     J = "Jacot"
-    return [
+    return about_fitted([
         Spec(J, where, "implied: the collapse is of an interpolating network (no training error printed)",
              "precondition, not counted: the network fits its training data", ("error",), result, "end",
-             ZERO_ERROR, "seeds", precondition=True),
+             FITTED, "seeds", precondition=True),
         Spec(J, where, "\"the collapse is reached throughout the training\" (NC1 curves; no value printed)",
              "collapse is reached: NC1 at the classifier's input falls", ("NC1",), result, "training",
              Criterion("down", 100, text="falls at least 100-fold from the start to the end of training"), "seeds",
@@ -696,32 +783,35 @@ def _deep_head_specs(where: str, result: str, shown: str, weight_decay: float, c
              "rate\"", "after the lr drop the linear layers' balancedness falls again", ("balancedness",), result,
              "training", Criterion("down", 1 / 0.95, text="the linear pairs' mean falls by 5% at least from the "
                                    "drop to the end"), "seeds", {"layer": "linear pairs", "at": ("drop", "end")}),
-    ]
+    ])
 
 
 def _head_sweep_specs(where: str, result: str) -> list[Spec]:
     """Jacot et al. Fig. 2 (MLP left, ResNet right; Fig. 5 the ResNet on MNIST): heads of 1 to 5 (6) linear layers."""
     J = "Jacot"
-    return [
+    return about_fitted([
+        Spec(J, where, "implied: the collapse is of interpolating networks, at every depth of the head (no training "
+             "error printed)", "precondition, not counted: the networks fit their training data", ("error",), result,
+             "end", FITTED, "(depth, seed, weight decay) runs", precondition=True),
         Spec(J, where, "\"NC2 significantly improves in the last layer as the depth of the linear head increases\"",
              "NC2 at the head's last layer improves with every added linear layer", ("NC2",), result, "head_depths",
              Criterion("down", text="lower with each added layer; significantly: the means by the margin"),
              "(seed, weight decay) runs x added layer", {"end": "last"}),
         Spec(J, where, "\"it gets slightly worse in the input layer to the linear head\"",
              "NC2 at the head's input gets slightly worse as the head deepens", ("NC2",), result, "head_depths",
-             Criterion("up", 1.0, cap=2.0, text="slightly: higher with the deepest head than with the shallowest, "
-                       "by at most a factor 2"), "(seed, weight decay) runs",
-             {"end": "first", "depths": (0, -1)}),
+             Criterion("up", 1.0, cap=2.0, text="slightly: higher with the deepest head that fits than with the "
+                       "shallowest, by at most a factor 2"), "(seed, weight decay) runs",
+             {"end": "first", "depths": "ends"}),
         Spec(J, where, "\"The NC1 does not have a strong dependence with the number of layers\"",
              "NC1 at the head's last layer does not depend strongly on its depth", ("NC1",), result, "head_depths",
-             Criterion("flat", 10 ** 0.5, text="not strongly: largest over smallest across depths at most √10 (half "
-                       "a decade)"), "(seed, weight decay) runs", {"end": "last"}),
+             Criterion("flat", 10 ** 0.5, text="not strongly: largest over smallest across the depths that fit at "
+                       "most √10 (half a decade)"), "(seed, weight decay) runs", {"end": "last"}),
         Spec(J, where, "\"The relatively high variance of the results is due to averaging over rather strongly "
              "different weight decay values\"", "the runs' spread comes from the weight decays more than from the "
              "seeds", ("NC1", "NC2"), result, "variance_sources",
              Criterion("up", text="at every depth, on a log scale, the SD between the weight decays' seed means above "
                        "the mean SD over seeds within a weight decay"), "depths"),
-    ]
+    ])
 
 
 FIG3_PAPER = {
@@ -755,20 +845,21 @@ def jacot_specs(scale: str = "cpu", extra: tuple[str, ...] = ()) -> list[Spec]:
     specs += _head_sweep_specs("Fig. 2 right / 5, ResNet", "jacot_resnet_head")
     if PAPER_WD in extra:
         specs += _head_sweep_specs("Fig. 2 right / 5, ResNet, the paper's λ (λt /13)", PAPER_WD)
+    fig3 = []
     for name in ("balancedness", "negativity"):
         for kind in ("min", "mean"):
-            specs.append(Spec("Jacot", "Fig. 3", FIG3_PAPER[(name, kind)], f"the {kind} {name} of the ReLU layers is "
+            fig3.append(Spec("Jacot", "Fig. 3", FIG3_PAPER[(name, kind)], f"the {kind} {name} of the ReLU layers is "
                               "lower in the deepest network", (name,),
                               "jacot_nonlinear_depth", "nonlinear",
                               Criterion("down", text="lower at the largest depth; clearly: the means by the margin"),
                               "(lr, seed) runs", {"kind": kind, "backbone": nd.backbone}))
-    specs.append(Spec("Jacot", "Fig. 3", "\"the last non-linear layer(s) always exhibit significant negativity\"",
+    fig3.append(Spec("Jacot", "Fig. 3", "\"the last non-linear layer(s) always exhibit significant negativity\"",
                       "the last ReLU layer is significantly negative at every depth", ("negativity",),
                       "jacot_nonlinear_depth", "last_relu",
                       Criterion("at least", 0.1, text="significant: negativity at least 0.1 (a tenth of the "
                                 "pre-activations' norm cut by the ReLU), in every run"),
                       "(depth, learning rate, seed) runs"))
-    return specs
+    return specs + about_fitted(fig3)
 
 
 # ----------------------------------------------------------------------------------------------------------------

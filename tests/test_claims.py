@@ -2,6 +2,8 @@
 
 import html
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -149,18 +151,45 @@ def test_a_jacot_row_fails_when_measured_with_tirers_nc1():
 def test_deep_head_rows_hold_on_a_collapsing_result_and_fail_where_a_seed_fails():
     class Cfg:
         steps, lr, lr_drops, momentum = 1000, 1.0, (0.8,), 0.0
-    specs = claims._deep_head_specs("Fig. 1", "x", "hidden 1", 1e-3, Cfg)
+    fitted_specs = claims._deep_head_specs("Fig. 1", "x", "hidden 1", 1e-3, Cfg)
+    specs = [replace(s, fitted_only=False) for s in fitted_specs]      # every run counted, as before issue 50
     r = _deep_head_result()
     got = {s.claim[:20]: claims.evaluate(s, {"x": r}).verdict for s in specs}
     assert set(got.values()) == {"reproduced", "met"} and got["precondition, not co"] == "met", got
     r["nc2_condition_number"][1, -1, 5] = 3.0                       # seed 1: NC2 worse at the last head layer
-    r["train_error"][0, -1] = 0.01
+    r["train_error"][0, -1] = 0.02                                  # seed 0 does not fit (above FITS = 1%)
     r["class_mean_cosines"][2, -2, 0, 1] = 0.5
     rows = {s.claim[:20]: claims.evaluate(s, {"x": r}) for s in specs}
     assert rows["precondition, not co"].holds.tolist() == [False, True, True]
     assert rows["precondition, not co"].verdict == "partly met"
     assert rows["through the linear h"].holds.tolist() == [True] * 5 + [False]     # seed 2's last layer
     assert rows["NC2 improves with ea"].verdict == "partly"
+    # read as Jacot's claims are (about networks that fit): seed 0 is untestable, not a run that holds or fails
+    fitted = {s.claim[:20]: claims.evaluate(s, {"x": r}) for s in fitted_specs}
+    assert fitted["through the linear h"].holds.tolist() == [True, True, True, False]
+    assert fitted["through the linear h"].untestable == 2 and "; 2 untestable (not fitted)" in fitted["through the linear h"].count
+    assert fitted["precondition, not co"].holds.tolist() == [False, True, True]     # the precondition reads all
+    r["train_error"][:, -1] = 0.5                                   # no seed fits: nothing to judge
+    none = [claims.evaluate(s, {"x": r}) for s in fitted_specs]
+    assert {c.verdict for c in none} == {"untestable", "not met"}
+    n = len(none) - 1
+    assert claims.verdict_counts(none).startswith(f"0 reproduced, 0 partly, 0 not reproduced of 0 claims; {n} rows "
+                                                  f"untestable (no run fits); {n} claims untestable, not counted")
+
+
+def test_judge_reads_only_the_runs_with_a_value_when_asked():
+    """``common``: a NaN is a network that does not fit; the comparison's runs, means and margin leave it out (a
+    run that fails elsewhere could otherwise decide the means), and it is counted as untestable."""
+    down = claims.Criterion("down")
+    a, b = np.array([10.0, 10.0, 10.0, 10.0]), np.array([5.0, 5.1, 4.9, np.nan])
+    j = claims.judge([a, b], down, common=True)
+    assert j.holds.tolist() == [True, True, True] and j.untestable == 1 and j.direction and j.separated
+    assert claims.judge([a, b], down).holds.tolist() == [True, True, True, False]   # without: a NaN fails
+    c = np.array([np.nan, 20.0, 20.0, 1.0])                       # group means against the claim on common runs
+    assert not claims.judge([a, c], down, common=True).direction
+    flat = claims.Criterion("flat", 2.0)
+    j = claims.judge([a, np.array([12.0, np.nan, 30.0, np.nan]), np.array([np.nan] * 4)], flat, common=True)
+    assert j.holds.tolist() == [True, False] and j.untestable == 2
 
 
 def test_numbers_in_claims_tables_stay_on_one_line():
