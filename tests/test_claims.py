@@ -1,7 +1,6 @@
 """ncbook.claims: the one verdict rule, the claims as data, each paper's own metrics."""
 
 import html
-
 from dataclasses import replace
 
 import numpy as np
@@ -167,7 +166,8 @@ def test_deep_head_rows_hold_on_a_collapsing_result_and_fail_where_a_seed_fails(
     # read as Jacot's claims are (about networks that fit): seed 0 is untestable, not a run that holds or fails
     fitted = {s.claim[:20]: claims.evaluate(s, {"x": r}) for s in fitted_specs}
     assert fitted["through the linear h"].holds.tolist() == [True, True, True, False]
-    assert fitted["through the linear h"].untestable == 2 and "; 2 untestable (not fitted)" in fitted["through the linear h"].count
+    gram = fitted["through the linear h"]
+    assert gram.untestable == 2 and "; 2 untestable (not fitted)" in gram.count
     assert fitted["precondition, not co"].holds.tolist() == [False, True, True]     # the precondition reads all
     r["train_error"][:, -1] = 0.5                                   # no seed fits: nothing to judge
     none = [claims.evaluate(s, {"x": r}) for s in fitted_specs]
