@@ -28,17 +28,23 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from . import cache, claims, cost, scaling
-from .registry import EXPERIMENTS, SCALES, conform, get_experiment
-from .runner import (
-    Run,
-    cached_current,
-    check_stored,
-    run_point,
-    shipped_cost,
-    stored_tags,
-    verify,
-)
+from . import __version__, cache
+
+try:        # the commands need the 'train' extra; without it --help and --version still work, a command says so
+    from . import claims, cost, scaling
+    from .registry import EXPERIMENTS, SCALES, conform, get_experiment
+    from .runner import (
+        Run,
+        cached_current,
+        check_stored,
+        run_point,
+        shipped_cost,
+        stored_tags,
+        verify,
+    )
+    MISSING: ImportError | None = None
+except ImportError as err:          # ncbook's own one-line message naming the extra to install
+    MISSING, EXPERIMENTS, SCALES = err, {}, {}
 
 
 def resolve_device(device: str) -> str:
@@ -341,8 +347,10 @@ def _table(rows: list[tuple]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m ncbook", description="Run, sweep, list and verify the book's "
-                                "experiments and their cached results.")
+    prog = "ncbook" if Path(sys.argv[0]).stem == "ncbook" else "python -m ncbook"     # the console command or -m
+    p = argparse.ArgumentParser(prog=prog, description="Run, sweep, list and verify the book's experiments and their "
+                                "cached results.")
+    p.add_argument("--version", action="version", version=f"ncbook {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", help="experiments, scales, and whether each result is cached / stale")
     ls.add_argument("--notes", action="store_true", help="instead, each experiment's assumptions and deviations "
@@ -351,8 +359,8 @@ def main(argv: list[str] | None = None) -> int:
                     "auto (default)")
     r = sub.add_parser("run", help="run one experiment at one scale and cache its result")
     s = sub.add_parser("sweep", help="run an experiment over a grid of settings")
-    r.add_argument("name", nargs="?", choices=sorted(EXPERIMENTS))
-    s.add_argument("name", choices=sorted(EXPERIMENTS))
+    r.add_argument("name", nargs="?", choices=sorted(EXPERIMENTS) or None)
+    s.add_argument("name", choices=sorted(EXPERIMENTS) or None)
     r.add_argument("--all", action="store_true", help="every experiment of the scale whose result is not current, "
                    "cheapest first (a GPU session: with --budget-min)")
     r.add_argument("--budget-min", type=float, default=float("inf"), help="with --all: stop the run in progress "
@@ -360,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--archive", default=None, help="with --all: where to pack the results made (default "
                    "ncbook-<scale>-results.tar.gz), for `python -m ncbook import`")
     for q in (r, s):
-        q.add_argument("--scale", default="cpu", choices=list(SCALES))
+        q.add_argument("--scale", default="cpu", choices=list(SCALES) or None)
         q.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default)")
         q.add_argument("--force", action="store_true", help="run even where a current result is cached")
     r.add_argument("--seeds", type=int, nargs="+")
@@ -379,6 +387,9 @@ def main(argv: list[str] | None = None) -> int:
     im.add_argument("--replace", action="store_true", help="take an imported result where a different current "
                     "result of the same tag is here")
     args = p.parse_args(argv)
+    if MISSING is not None:
+        print(f"{args.command}: {MISSING}", file=sys.stderr)
+        return 2
     if threading.current_thread() is threading.main_thread():
         # interruptible even when started with SIGINT ignored (a background job of a non-interactive shell, as under
         # nohup): run --all stops a run at its budget by SIGINT, and Ctrl-C must reach a foreground one
@@ -386,11 +397,21 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return {"list": cmd_list, "run": cmd_run, "sweep": cmd_sweep, "verify": cmd_verify,
                 "import": cmd_import}[args.command](args)
+    except cache.CacheError as err:
+        if err.kind != "no-results-dir":
+            raise
+        print(f"{args.command}: {str(err).replace(', or pass root=', '')}", file=sys.stderr)   # what to set, one line
+        return 2
     except KeyboardInterrupt:       # Ctrl-C, or run --all stopping a run at its budget: one line, no traceback
         print(f"{args.command}: interrupted; nothing half-written is kept, a stopped run's last checkpoint is (the "
               "same command resumes it)", file=sys.stderr)
         return 130
 
 
-if __name__ == "__main__":
+def console() -> None:
+    """The ``ncbook`` console command: :func:`main`'s exit status."""
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    console()

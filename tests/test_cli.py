@@ -238,3 +238,20 @@ def test_a_result_made_on_one_cpu_verifies_and_reads_the_same_on_another(results
     assert manifest["provenance"]["cpu_threads"] == 1                 # made under the old-CPU variant
     assert "1 of 1 stored results verified" in python("avx2", "-m", "ncbook", "verify")
     assert python("avx2", "-c", READ_RESULT) == python("sse", "-c", READ_RESULT)
+
+
+def test_version_and_a_missing_results_folder_say_one_line(monkeypatch, capsys):
+    """Issue 51, point 3: --version prints the package's version; without a results folder list and verify say in one
+    line what to set (exit 2), instead of a traceback."""
+    from ncbook import __main__ as cli
+    from ncbook import __version__
+
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["--version"])
+    assert stop.value.code == 0 and capsys.readouterr().out.strip() == f"ncbook {__version__}"
+    monkeypatch.setattr(cli.cache, "RESULTS_DIR", None)
+    for command in ("list", "verify"):
+        assert cli.main([command]) == 2
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and err.startswith(f"{command}: ncbook has no results folder: set "
+                                                             "NCBOOK_RESULTS"), err

@@ -109,6 +109,15 @@ def test_the_wheel_installs_alone_and_computes_the_metrics(tmp_path: Path):
                                       "pip install 'ncbook[figures]'")
     assert "'train' extra: pip install 'ncbook[train]'" in out["ncbook.data"]
     assert "'train' extra" in out["ncbook.runner"]            # the runner reads data: the same one line
+    # the console command: --version and --help work in the core install, a command names the extra in one line
+    command = env / "bin" / "ncbook"
+    version = subprocess.run([str(command), "--version"], capture_output=True, text=True, env=env_vars)
+    assert version.returncode == 0 and version.stdout.strip() == f"ncbook {PROJECT['version']}", version.stderr
+    helped = subprocess.run([str(command), "--help"], capture_output=True, text=True, env=env_vars)
+    assert helped.returncode == 0 and helped.stdout.startswith("usage: ncbook") and not helped.stderr
+    listed = subprocess.run([str(command), "list"], capture_output=True, text=True, env=env_vars)
+    assert listed.returncode == 2 and len(listed.stderr.splitlines()) == 1 and "'train' extra" in listed.stderr
+    assert (site / "ncbook" / "py.typed").is_file()           # type checkers read the annotations
 
 
 def test_dependencies_are_ranges_and_every_import_is_declared():
