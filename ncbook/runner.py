@@ -7,7 +7,6 @@ function, class and constant it calls or uses, without comments or docstrings)."
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import sys
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from filelock import FileLock, Timeout
 
 from . import cache
 from .data import check_data_files
@@ -84,24 +84,24 @@ def execute(run: Run, device: str = "cpu", progress: bool = True, root: Path | N
 
 @contextlib.contextmanager
 def lock(path: Path, run: Run):
-    """Hold an exclusive lock on ``path`` while a run works (an flock, released by the system when the process ends,
-    however it ends); if another process holds it, refuse with CacheError instead of doing the same work twice."""
-    with open(path, "a+") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.seek(0)
-            raise cache.CacheError(f"{run.name} ({run.tag}) is being computed right now by another process "
-                                   f"({f.read().strip() or 'pid unknown'}): wait for it to finish, or stop it; "
-                                   "a stopped run resumes from its checkpoint", "busy") from None
-        f.seek(0)
-        f.truncate()
-        f.write(f"pid {os.getpid()}")
-        f.flush()
-        try:
-            yield
-        finally:                 # the file stays (deleting it would let two processes lock two files of one name)
-            f.truncate(0)
+    """Hold an exclusive lock on ``path`` while a run works (``filelock``: an flock on Unix, a msvcrt lock on
+    Windows, released by the system when the process ends, however it ends); if another process holds it, refuse with
+    CacheError naming that process (its pid, in ``<path>.pid``) instead of doing the same work twice."""
+    owner = path.with_name(path.name + ".pid")
+    guard = FileLock(path, timeout=0)
+    try:
+        guard.acquire()
+    except Timeout:
+        who = owner.read_text().strip() if owner.is_file() else ""
+        raise cache.CacheError(f"{run.name} ({run.tag}) is being computed right now by another process "
+                               f"({who or 'pid unknown'}): wait for it to finish, or stop it; "
+                               "a stopped run resumes from its checkpoint", "busy") from None
+    try:
+        owner.write_text(f"pid {os.getpid()}")
+        yield
+    finally:                 # the lock file stays (deleting it would let two processes lock two files of one name)
+        owner.write_text("")
+        guard.release()
 
 
 def _execute(run: Run, ckpt: Path, device: str, progress: bool, root: Path | None) -> Path:
