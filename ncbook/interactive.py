@@ -29,6 +29,10 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from . import require_extra
+
+require_extra("ncbook.interactive", "figures")
+
 from matplotlib.figure import Figure
 
 from .plotting import page_pngs, picture_html
