@@ -1,25 +1,68 @@
 """Collapse metrics of any model, layer by layer: forward hooks on named sub-modules of a ``torch.nn.Module`` feed
-each batch's outputs into one :class:`ncbook.metrics.StreamingClassStats` per layer, so the memory is K d^2 numbers a
-layer whatever the number of samples, and the model needs no change.
+each batch's outputs into an accumulator per layer, and the model needs no change.
 
     stats = layer_stats(model, ["layer3", "layer4", "avgpool"], loader, num_classes=10)
     {name: metrics.nc1_trace_ratio(s) for name, s in stats.items()}
+
+Which accumulator a layer gets (:func:`plan`): :class:`ncbook.metrics.StreamingClassStats`, one pass, K d x d
+float64 scatters, where those fit in ``max_bytes``; else :class:`ncbook.metrics.TwoPassClassStats`, K d numbers, which
+runs the model over the batches a second time (so they must be re-iterable: a list, a DataLoader without
+shuffling). A convolutional layer's output, flattened, is wide: layer3 of the CIFAR ResNet18 has d = 16,384, whose
+scatters would take 21 GB.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import torch
 
-from .metrics import ClassStats, StreamingClassStats
+from .metrics import ClassStats, StreamingClassStats, TwoPassClassStats
+
+MAX_BYTES = 1 << 30
+"""The default memory a layer's accumulator may take (1 GiB)."""
+
+
+def scatter_bytes(num_classes: int, dim: int) -> int:
+    """Bytes of :class:`~ncbook.metrics.StreamingClassStats`' K d x d float64 scatters."""
+    return 8 * num_classes * dim * dim
+
+
+def two_pass_bytes(num_classes: int, dim: int) -> int:
+    """Bytes of :class:`~ncbook.metrics.TwoPassClassStats`' state: the K d float64 class sums and means."""
+    return 2 * 8 * num_classes * dim
+
+
+def plan(num_classes: int, dim: int, max_bytes: int = MAX_BYTES) -> str:
+    """"one pass" where the K d x d scatters fit in ``max_bytes``, else "two passes" where K d numbers do; a one-line
+    ValueError where neither does (checked before anything is allocated)."""
+    if scatter_bytes(num_classes, dim) <= max_bytes:
+        return "one pass"
+    if two_pass_bytes(num_classes, dim) <= max_bytes:
+        return "two passes"
+    raise ValueError(f"a layer of {dim:,} features and {num_classes} classes needs "
+                     f"{two_pass_bytes(num_classes, dim) / 2**20:,.0f} MiB even in two passes, over max_bytes = "
+                     f"{max_bytes / 2**20:,.0f} MiB: raise max_bytes or hook a narrower layer")
+
+
+def _run(model: torch.nn.Module, batches: Iterable, labels: dict) -> int:
+    """Run the model over every (inputs, labels) batch without gradients, the labels where the hooks see them."""
+    seen = 0
+    with torch.no_grad():
+        for x, y in batches:
+            labels["y"] = y
+            model(x)
+            seen += 1
+    return seen
 
 
 def layer_stats(model: torch.nn.Module, layers: list[str], batches: Iterable[tuple[torch.Tensor, torch.Tensor]],
-                num_classes: int, device: torch.device | str | None = None) -> dict[str, ClassStats]:
+                num_classes: int, device: torch.device | str | None = None,
+                max_bytes: int = MAX_BYTES) -> dict[str, ClassStats]:
     """:class:`~ncbook.metrics.ClassStats` of the outputs of each named sub-module (``model.named_modules()``
-    names), each sample's output flattened, over every (inputs, labels) batch; the model runs in eval mode without
-    gradients, its mode is restored and the hooks removed afterwards, whatever happens."""
+    names), each sample's output flattened, over every (inputs, labels) batch, each layer's accumulator chosen by
+    :func:`plan` within ``max_bytes``; the model runs in eval mode without gradients (twice where a layer needs two
+    passes), its mode is restored and the hooks removed afterwards, whatever happens."""
     modules = dict(model.named_modules())
     unknown = [name for name in layers if name not in modules]
     if unknown:
@@ -27,8 +70,11 @@ def layer_stats(model: torch.nn.Module, layers: list[str], batches: Iterable[tup
                          f"model.named_modules(), e.g. {', '.join(list(modules)[1:6])}")
     if not layers:
         raise ValueError("name at least one layer to record")
+    one_shot = isinstance(batches, Iterator)
     streams: dict[str, StreamingClassStats] = {}
-    current: dict[str, torch.Tensor] = {}
+    two: dict[str, TwoPassClassStats] = {}
+    labels: dict[str, torch.Tensor] = {}
+    second = {"on": False}
 
     def hook(name: str):
         def record(_module, _inputs, output):
@@ -36,23 +82,38 @@ def layer_stats(model: torch.nn.Module, layers: list[str], batches: Iterable[tup
                 raise TypeError(f"layer {name!r} returns {type(output).__name__}, not a tensor: hook a sub-module "
                                 "that returns one")
             Z = output.detach().flatten(1)
-            if name not in streams:
-                streams[name] = StreamingClassStats(num_classes, Z.shape[1], device or Z.device)
-            streams[name].update(Z, current["labels"])
+            if device is not None:
+                Z = Z.to(device)
+            if second["on"]:
+                if name in two:
+                    two[name].second(Z, labels["y"])
+                return
+            if name not in streams and name not in two:
+                if plan(num_classes, Z.shape[1], max_bytes) == "one pass":
+                    streams[name] = StreamingClassStats(num_classes, Z.shape[1], Z.device)
+                elif one_shot:
+                    raise ValueError(f"layer {name!r} has {Z.shape[1]:,} features, too many for one pass within "
+                                     f"max_bytes, and two passes need batches that can be read twice (a list or a "
+                                     "DataLoader), not a one-shot iterator")
+                else:
+                    two[name] = TwoPassClassStats(num_classes)
+            (streams[name].update if name in streams else two[name].first)(Z, labels["y"])
         return record
 
     handles = [modules[name].register_forward_hook(hook(name)) for name in layers]
     training = model.training
     try:
         model.eval()
-        with torch.no_grad():
-            for x, y in batches:
-                current["labels"] = y
-                model(x)
+        if not _run(model, batches, labels):
+            raise ValueError("no batches were given, so there is nothing to measure")
+        if two:
+            second["on"] = True
+            _run(model, batches, labels)
     finally:
         for h in handles:
             h.remove()
         model.train(training)
-    if not streams:
-        raise ValueError("no batches were given, so there is nothing to measure")
-    return {name: streams[name].finalize() for name in layers}
+    silent = [name for name in layers if name not in streams and name not in two]
+    if silent:
+        raise ValueError(f"layer(s) {', '.join(map(repr, silent))} never ran in the model's forward pass")
+    return {name: streams[name].finalize() if name in streams else two[name].finalize() for name in layers}

@@ -330,64 +330,97 @@ def check_batch(features: ArrayLike, labels: ArrayLike, num_classes: int, dim: i
     return Z, y
 
 
-def streamed_class_stats(batches: Iterable[tuple[ArrayLike, ArrayLike]], num_classes: int,
-                         classifier: ArrayLike | None = None) -> ClassStats:
-    """:class:`ClassStats` of data that comes in batches, in two passes over a re-iterable ``batches`` (a list, a
-    DataLoader): pass 1 sums each class in float64; pass 2 shifts every sample by its class mean rounded to the input
-    precision and keeps only its projection on the span of the means, as :func:`class_stats` does. Memory is K d plus
-    one batch; the cost is that of :func:`class_stats` (two reads of the data), far below a d x d Gram.
-    Per-class NC1 is available (``scatter_q`` per class). For a stream that can be read only once, or shards to be
-    merged, use :class:`StreamingClassStats`."""
-    K, f64 = num_classes, torch.float64
-    if K < 2:
-        raise ValueError(f"neural-collapse metrics need at least 2 classes, got num_classes={K}")
-    sums = counts = work = None
-    for Z, y in batches:                                               # pass 1: counts and class sums
-        Z, y = check_batch(Z, y, K, None if sums is None else sums.shape[1])
-        if work is None:
-            work = Z.dtype if Z.dtype in (torch.float32, torch.float64) else torch.float32
-            sums = torch.zeros(K, Z.shape[1], dtype=f64, device=Z.device)
-            counts = torch.zeros(K, dtype=torch.long, device=Z.device)
-        sums += _class_sums(Z.to(work), y.to(sums.device), K)
-        counts += torch.bincount(y.to(sums.device), minlength=K)
-    if counts is None or bool((counts == 0).any()):
-        empty = list(range(K)) if counts is None else torch.nonzero(counts == 0).flatten().tolist()
-        raise ValueError(f"class(es) {empty} received no samples")
-    n = counts.to(f64)
-    means = sums / n.unsqueeze(1)
-    a = means.to(work)
-    m = means - a.to(f64)
-    Q = mean_basis(means)
-    q = Q.shape[1]
-    W = None if classifier is None else _check_classifier(classifier, K, means.shape[1]).to(means.device)
-    R = Q if W is None else torch.cat([Q, W.T], dim=1)
-    scatter = torch.zeros(K, q, q, dtype=f64, device=means.device)
-    cc_sum = torch.zeros(K, dtype=f64, device=means.device)
-    seen = torch.zeros(K, dtype=torch.long, device=means.device)
-    cos_sum = 0.0
-    for Z, y in batches:                                               # pass 2: shifted projections
-        Z, y = check_batch(Z, y, K, means.shape[1])
-        Z, y = Z.to(device=means.device, dtype=work), y.to(means.device)
-        cc, G, batch_scatter = shifted_moments(Z, y, a, R, q)
+class TwoPassClassStats:
+    """:class:`ClassStats` in two passes over the same batches, in K d memory plus a batch: ``first(Z, y)`` on every
+    batch sums each class in float64; ``second(Z, y)`` on every batch again shifts each sample by its class mean
+    rounded to the input precision and keeps only its projection on the span of the means, as :func:`class_stats`
+    does; ``finalize()``. For features too wide for :class:`StreamingClassStats`' K d x d scatters (a convolutional
+    layer's), or any re-readable source (:func:`streamed_class_stats`)."""
+
+    def __init__(self, num_classes: int, classifier: ArrayLike | None = None):
+        if num_classes < 2:
+            raise ValueError(f"neural-collapse metrics need at least 2 classes, got num_classes={num_classes}")
+        self.num_classes, self.classifier = num_classes, classifier
+        self.sums = self.counts = self.work = self.means = None
+
+    def first(self, Z: ArrayLike, y: ArrayLike) -> TwoPassClassStats:
+        """Pass 1 on one batch: counts and class sums."""
+        K = self.num_classes
+        Z, y = check_batch(Z, y, K, None if self.sums is None else self.sums.shape[1])
+        if self.work is None:
+            self.work = Z.dtype if Z.dtype in (torch.float32, torch.float64) else torch.float32
+            self.sums = torch.zeros(K, Z.shape[1], dtype=torch.float64, device=Z.device)
+            self.counts = torch.zeros(K, dtype=torch.long, device=Z.device)
+        self.sums += _class_sums(Z.to(self.work), y.to(self.sums.device), K)
+        self.counts += torch.bincount(y.to(self.sums.device), minlength=K)
+        return self
+
+    def _start_second(self) -> None:
+        counts, K, f64 = self.counts, self.num_classes, torch.float64
+        if counts is None or bool((counts == 0).any()):
+            empty = list(range(K)) if counts is None else torch.nonzero(counts == 0).flatten().tolist()
+            raise ValueError(f"class(es) {empty} received no samples")
+        self.n = counts.to(f64)
+        self.means = self.sums / self.n.unsqueeze(1)
+        self.a = self.means.to(self.work)
+        self.Q = mean_basis(self.means)
+        q = self.Q.shape[1]
+        self.W = None if self.classifier is None else _check_classifier(self.classifier, K, self.means.shape[1]).to(
+            self.means.device)
+        self.R = self.Q if self.W is None else torch.cat([self.Q, self.W.T], dim=1)
+        self.scatter = torch.zeros(K, q, q, dtype=f64, device=self.means.device)
+        self.cc_sum = torch.zeros(K, dtype=f64, device=self.means.device)
+        self.seen = torch.zeros(K, dtype=torch.long, device=self.means.device)
+        self.cos_sum = 0.0
+
+    def second(self, Z: ArrayLike, y: ArrayLike) -> TwoPassClassStats:
+        """Pass 2 on one batch: the shifted projections (and the cosines with the classifier, if given)."""
+        if self.means is None:
+            self._start_second()
+        K, f64, q = self.num_classes, torch.float64, self.Q.shape[1]
+        Z, y = check_batch(Z, y, K, self.means.shape[1])
+        Z, y = Z.to(device=self.means.device, dtype=self.work), y.to(self.means.device)
+        cc, G, batch_scatter = shifted_moments(Z, y, self.a, self.R, q)
         P = G[:, :q]
-        scatter += batch_scatter
-        cc_sum.index_add_(0, y, cc)
-        seen += torch.bincount(y, minlength=K)
-        if W is not None:
-            a64 = a.to(f64)
+        self.scatter += batch_scatter
+        self.cc_sum.index_add_(0, y, cc)
+        self.seen += torch.bincount(y, minlength=K)
+        if self.W is not None:
+            a64, W, Q = self.a.to(f64), self.W, self.Q
             zw = G[:, q:q + K].gather(1, y.unsqueeze(1)).squeeze(1) + (a64 * W).sum(1)[y]
             zz = (cc + 2 * (P * (a64 @ Q)[y]).sum(1) + (a64 * a64).sum(1)[y]).clamp(min=0)
             denom = zz.sqrt() * torch.linalg.vector_norm(W, dim=1)[y]
             if bool((denom == 0).any()):
                 raise ValueError("a feature vector or a classifier row is zero, so its cosine is undefined")
-            cos_sum += float((zw / denom).sum())
-    if not torch.equal(seen, counts):
-        raise ValueError("the batches changed between the two passes: pass a re-iterable source (a list or a "
-                         "DataLoader without shuffling), not a one-shot iterator")
-    mq = m @ Q
-    trace = (cc_sum - n * (m * m).sum(1)).clamp(min=0)
-    scatter_q = scatter - n[:, None, None] * mq.unsqueeze(2) * mq.unsqueeze(1)
-    return ClassStats(counts, means, Q, scatter_q, trace, None if W is None else cos_sum)
+            self.cos_sum += float((zw / denom).sum())
+        return self
+
+    def finalize(self) -> ClassStats:
+        """The statistics; the second pass must have seen exactly the samples of the first."""
+        if self.means is None:
+            self._start_second()
+        if not torch.equal(self.seen, self.counts):
+            raise ValueError("the batches changed between the two passes: pass a re-iterable source (a list or a "
+                             "DataLoader without shuffling), not a one-shot iterator")
+        m = self.means - self.a.to(torch.float64)
+        mq = m @ self.Q
+        trace = (self.cc_sum - self.n * (m * m).sum(1)).clamp(min=0)
+        scatter_q = self.scatter - self.n[:, None, None] * mq.unsqueeze(2) * mq.unsqueeze(1)
+        return ClassStats(self.counts, self.means, self.Q, scatter_q, trace, None if self.W is None else self.cos_sum)
+
+
+def streamed_class_stats(batches: Iterable[tuple[ArrayLike, ArrayLike]], num_classes: int,
+                         classifier: ArrayLike | None = None) -> ClassStats:
+    """:class:`ClassStats` of data that comes in batches, in two passes over a re-iterable ``batches`` (a list, a
+    DataLoader; :class:`TwoPassClassStats`). Memory is K d plus one batch; the cost is that of :func:`class_stats`
+    (two reads of the data), far below a d x d Gram. Per-class NC1 is available (``scatter_q`` per class). For a
+    stream that can be read only once, or shards to be merged, use :class:`StreamingClassStats`."""
+    acc = TwoPassClassStats(num_classes, classifier)
+    for Z, y in batches:
+        acc.first(Z, y)
+    for Z, y in batches:
+        acc.second(Z, y)
+    return acc.finalize()
 
 
 FLUSH_BATCHES = 8

@@ -53,13 +53,18 @@ def reference_ratios() -> dict[str, float]:
     return out
 
 
-def test_estimates_at_the_making_machines_rates_are_within_1x_to_30x_of_recorded_wall_times():
-    """A run takes 2-15x the estimate (small layers and elementwise work are not counted); a count off by an order
+BAND = (1, 25)
+"""A run's recorded wall time over its estimate at the making machine's rates: 1.8-4 for the MLPs, 16-22 for the
+ResNets (convolutions and batch norm run far below the matmul rate), on the results shipped on 2026-12-04."""
+
+
+def test_estimates_at_the_making_machines_rates_are_within_1x_to_25x_of_recorded_wall_times():
+    """A run takes 2-25x the estimate (small layers and elementwise work are not counted); a count off by an order
     of magnitude either way leaves the band for most results. Timing against this machine's live rates is a
     benchmark (benchmarks/bench_cost.py), not a test."""
     ratios = reference_ratios()
     assert len(ratios) >= 17
-    outside = {k: round(r, 2) for k, r in ratios.items() if not 1 <= r <= 30}
+    outside = {k: round(r, 2) for k, r in ratios.items() if not BAND[0] <= r <= BAND[1]}
     assert not outside, outside
 
 
@@ -71,7 +76,7 @@ def test_the_band_catches_a_count_off_by_ten(monkeypatch):
         monkeypatch.setattr(cost, "estimate", lambda cfg, f=factor: (lambda c: cost.Cost(
             c.flops * f, c.layer_steps * f, c.dtype))(real(cfg)))
         ratios = reference_ratios()
-        assert sum(not 1 <= r <= 30 for r in ratios.values()) > len(ratios) / 2, factor
+        assert sum(not BAND[0] <= r <= BAND[1] for r in ratios.values()) > len(ratios) / 2, factor
         monkeypatch.setattr(cost, "estimate", real)
 
 

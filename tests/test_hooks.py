@@ -46,3 +46,57 @@ def test_layer_stats_refuses_unknown_layers_and_no_data():
     with pytest.raises(ValueError, match="no batches"):
         hooks.layer_stats(model, ["fc"], [], 4)
     assert not any(m._forward_hooks for m in model.modules())
+
+
+def test_the_accumulator_is_chosen_by_a_stated_memory_rule():
+    """One pass (K d x d scatters) where they fit in max_bytes, two passes (K d) where not, a one-line error before
+    allocating where neither does."""
+    assert hooks.plan(10, 512) == "one pass" and hooks.scatter_bytes(10, 512) == 8 * 10 * 512 * 512
+    assert hooks.plan(10, 256 * 8 * 8) == "two passes"          # layer3 of the CIFAR ResNet18: 21 GB of scatters
+    with pytest.raises(ValueError, match=r"needs 1,526 MiB even in two passes, over max_bytes = 1,024 MiB"):
+        hooks.plan(10, 10**7)
+
+
+def test_two_passes_give_the_one_shot_stats_and_need_a_re_readable_source():
+    model, x, y = resnet_and_data()
+    layers = ["layer2", "layer3", "avgpool"]                   # d = 2048, 1024, 512
+    batches = [(x[a:a + 10], y[a:a + 10]) for a in range(0, len(y), 10)]
+    limit = 9 << 20                                            # 9 MiB: layer2 and layer3 in two passes
+    stats = hooks.layer_stats(model, layers, batches, 4, max_bytes=limit)
+    assert [hooks.plan(4, stats[n].dim, limit) for n in layers] == ["two passes", "two passes", "one pass"]
+    extractor = feature_extraction.create_feature_extractor(model.eval(), layers)
+    with torch.no_grad():
+        direct = extractor(x)
+    for name in layers:
+        Z = direct[name].flatten(1)
+        for metric in (metrics.nc1_trace_ratio, metrics.nc1_pinv, metrics.cdnv, metrics.coherence):
+            assert metric(stats[name]) == pytest.approx(metric(Z, y), rel=1e-9), (name, metric.__name__)
+    with pytest.raises(ValueError, match="not a one-shot iterator"):
+        hooks.layer_stats(model, ["layer3"], iter(batches), 4, max_bytes=limit)
+    assert not any(m._forward_hooks for m in model.modules())
+
+
+def test_the_cifar_resnet18s_convolutional_layers_fit_in_memory(tmp_path):
+    """Issue 51: layer3 and layer4 of ncbook's CIFAR ResNet18 (d = 16,384 and 8,192, whose scatters would take 21.5
+    and 5.4 GB) recorded on a few batches in a child process whose peak memory stays under 2 GiB."""
+    import json
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import json, resource, torch
+        from ncbook import hooks, metrics, nets
+        torch.manual_seed(0)
+        model = nets.ResNet18()
+        x, y = torch.randn(40, 3, 32, 32), torch.arange(10).repeat(4)
+        stats = hooks.layer_stats(model, ["net.layer3", "net.layer4"], [(x[:20], y[:20]), (x[20:], y[20:])], 10)
+        print(json.dumps({"dims": [s.dim for s in stats.values()],
+                          "nc1": [metrics.nc1_trace_ratio(s) for s in stats.values()],
+                          "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+    """)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert out["dims"] == [16384, 8192] and all(v > 0 for v in out["nc1"])
+    assert out["peak_mib"] < 2048, out
