@@ -8,7 +8,13 @@ Conventions (stated once, used everywhere):
 * ``Sigma_W = (1/N) sum_{c,i} (z_ci - mu_c)(z_ci - mu_c)^T`` (Jacot et al. Sec. 3; Tirer et al. Sec. 4);
 * ``Sigma_B = (1/K) sum_c (mu_c - mu_G)(mu_c - mu_G)^T`` where the global mean ``mu_G`` is, by default, the
   mean of all samples (``global_mean="samples"``, as in Papyan et al. 2020 and both papers); pass
-  ``global_mean="class_means"`` for the mean of the class means. The two agree for balanced classes.
+  ``global_mean="class_means"`` for the mean of the class means. The two agree for balanced classes. With
+  unbalanced classes they differ, and for the NC2 family (:func:`nc2_etf_distance`, :func:`equinorm`,
+  :func:`equiangularity`, :func:`max_angle_deviation`, :func:`coherence`), which reads the geometry of the centred
+  means, only ``"class_means"`` gives a simplex ETF of class means its ideal values whatever the class sizes: the
+  sample mean is pulled towards the large classes, away from the ETF's centre (chapter 1 shows the case; the
+  rhubarbwu/neural-collapse library centres at the mean of the class means). Pass ``global_mean="class_means"``
+  for unbalanced data.
 
 Nothing here forms or inverts a ``d x d`` matrix: every class-mean direction lies in the span of the (at most
 ``K``) class means, so the statistics are kept in an orthonormal basis ``Q`` of that span (``d x q``, ``q <= K``).
@@ -649,7 +655,8 @@ def nc2_condition_number(features: ClassStats | ArrayLike, labels: ArrayLike | N
 
 def nc2_etf_distance(features: ClassStats | ArrayLike, labels: ArrayLike | None = None,
                      global_mean: GlobalMean = "samples") -> float:
-    """NC2 = || Mc^T Mc / ||Mc^T Mc||_F - (I - 11^T/K)/sqrt(K-1) ||_F, Mc the centred means (Tirer et al. Sec. 6)."""
+    """NC2 = || Mc^T Mc / ||Mc^T Mc||_F - (I - 11^T/K)/sqrt(K-1) ||_F, Mc the centred means (Tirer et al. Sec. 6);
+    ``global_mean``: the centring (module docstring; "class_means" for unbalanced classes)."""
     s = _stats(features, labels)
     _check_dims(s.dim, s.num_classes - 1, "nc2_etf_distance (a simplex ETF of K vectors spans K-1 dimensions)")
     B = _centred_means_q(s, global_mean)
@@ -846,7 +853,8 @@ def cdnv(features: ClassStats | ArrayLike, labels: ArrayLike | None = None) -> f
 def equinorm(features: ClassStats | ArrayLike, labels: ArrayLike | None = None,
              global_mean: GlobalMean = "samples") -> float:
     """Coefficient of variation std / mean of the norms ||mu_c - mu_G|| (Papyan, Han & Donoho 2020, Fig. 2; std
-    with K - 1 in the denominator, as their code's torch.std): 0 when the centred means have equal norms (NC2)."""
+    with K - 1 in the denominator, as their code's torch.std): 0 when the centred means have equal norms (NC2).
+    ``global_mean``: the centring (module docstring; "class_means" for unbalanced classes)."""
     s = _stats(features, labels)
     n = torch.linalg.vector_norm(s.means - _global(s, global_mean), dim=1)
     return float(n.std() / n.mean())
@@ -864,14 +872,17 @@ def classifier_equinorm(W: ArrayLike) -> float:
 def equiangularity(features: ClassStats | ArrayLike, labels: ArrayLike | None = None,
                    global_mean: GlobalMean = "samples") -> float:
     """Standard deviation (K(K-1)/2 - 1 in the denominator) of the cosines between centred class means over the
-    pairs c < c' (Papyan et al. 2020, Fig. 3): 0 when the means are equiangular."""
+    pairs c < c' (Papyan et al. 2020, Fig. 3): 0 when the means are equiangular. rhubarbwu/neural-collapse divides
+    by the number of pairs P = K(K-1)/2 (the population SD), which is sqrt((P-1)/P) times this. ``global_mean``: the
+    centring (module docstring; "class_means" for unbalanced classes)."""
     return float(_centred_mean_cosines(_stats(features, labels), global_mean).std())
 
 
 def max_angle_deviation(features: ClassStats | ArrayLike, labels: ArrayLike | None = None,
                         global_mean: GlobalMean = "samples") -> float:
     """Mean over the pairs c < c' of ``|cos(mu_c - mu_G, mu_c' - mu_G) + 1/(K-1)|`` (Papyan et al. 2020, Fig. 4):
-    0 when the centred means are as far apart as K vectors can be, the simplex ETF's cosine -1/(K-1)."""
+    0 when the centred means are as far apart as K vectors can be, the simplex ETF's cosine -1/(K-1).
+    ``global_mean``: the centring (module docstring; "class_means" for unbalanced classes)."""
     s = _stats(features, labels)
     return float((_centred_mean_cosines(s, global_mean) + 1 / (s.num_classes - 1)).abs().mean())
 
@@ -881,7 +892,8 @@ def coherence(features: ClassStats | ArrayLike, labels: ArrayLike | None = None,
     """Coherence of the centred class means, max over c != c' of ``|cos(mu_c - mu_G, mu_c' - mu_G)|``: at least
     1/(K-1) for K vectors spanning at most K - 1 dimensions (Welch 1974; Strohmer & Heath 2003), with equality
     exactly when their directions form an equiangular tight frame, a simplex ETF's; their norms may differ (with
-    unbalanced classes, centred at the samples' mean), so equality is an ETF only for balanced classes."""
+    unbalanced classes, centred at the samples' mean), so equality is an ETF only for balanced classes.
+    ``global_mean``: the centring (module docstring; "class_means" for unbalanced classes)."""
     return float(_centred_mean_cosines(_stats(features, labels), global_mean).abs().max())
 
 

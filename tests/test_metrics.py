@@ -445,3 +445,23 @@ def test_coherence_reaches_the_welch_bound_off_an_etf_with_unbalanced_classes():
     assert m.coherence(H, y) == pytest.approx(0.5, abs=1e-12)
     assert m.nc2_etf_distance(H, y) > 0.5 and m.equinorm(H, y) > 0.5
     assert m.coherence(H, y, global_mean="class_means") > 0.5 + 1e-3      # the means' mean: not the bound
+
+
+def test_an_exact_etf_with_imbalance_100_reads_ideal_centred_at_the_class_means():
+    """Issue 51: a simplex ETF of class means (noise 1e-3), class sizes from 1,000 down to 10. Centred at the mean of
+    the class means every NC2 metric reads its ideal value (0, or the Welch bound 1/(K-1) for the coherence);
+    centred at the samples' mean, the default, the large classes pull the centre away and every one misreads."""
+    K, d = 10, 32
+    rng = np.random.default_rng(0)
+    U, _ = np.linalg.qr(rng.standard_normal((d, K)))
+    M = (U @ (np.eye(K) - 1 / K)).T * 5.0 + rng.standard_normal(d)        # the ETF, off the origin
+    counts = np.round(np.geomspace(1000, 10, K)).astype(int)
+    y = np.repeat(np.arange(K), counts)
+    Z = M[y] + 1e-3 * rng.standard_normal((len(y), d))
+    nc2 = (m.nc2_etf_distance, m.equinorm, m.equiangularity, m.max_angle_deviation)
+    assert all(f(Z, y, global_mean="class_means") < 1e-3 for f in nc2)
+    assert m.coherence(Z, y, global_mean="class_means") == pytest.approx(1 / (K - 1), rel=1e-3)
+    assert all(f(Z, y) > 0.1 for f in nc2) and m.coherence(Z, y) > 0.5         # the default misreads imbalance
+    balanced = np.repeat(np.arange(K), 50)                                    # where the two centrings agree
+    Zb = M[balanced] + 1e-3 * rng.standard_normal((len(balanced), d))
+    assert m.nc2_etf_distance(Zb, balanced) == pytest.approx(m.nc2_etf_distance(Zb, balanced, "class_means"))
