@@ -14,12 +14,15 @@ machine that made the shipped results (:data:`REFERENCE_CPU`) with the wall time
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import math
+import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 
 from .experiments import CollapsePicture, EdgeOfStability, GDPhases, HeadBounds, HeadDepth, MLPCollapse
 from .nets import resnet_backbone
@@ -59,13 +62,29 @@ def mlp_flops(widths) -> int:
 
 @functools.cache
 def backbone_flops(depth: int, width: int, shape: tuple[int, int, int]) -> int:
-    """Forward FLOPs of one sample through :func:`ncbook.nets.resnet_backbone`, counted on the meta device."""
+    """Forward FLOPs of one sample through :func:`ncbook.nets.resnet_backbone`, run on the meta device (shapes only):
+    2 k_h k_w (C_in / groups) C_out H_out W_out per convolution and 2 d_in d_out per linear layer, as torch's
+    ``FlopCounterMode`` counts them (a test checks) without its import of torch's compiler, seconds long."""
+    total = []
+
+    def count(module, _inputs, output):
+        if isinstance(module, torch.nn.Conv2d):
+            k_h, k_w = module.kernel_size
+            total.append(2 * k_h * k_w * module.in_channels // module.groups * output[0].numel())
+        elif isinstance(module, torch.nn.Linear):
+            total.append(2 * module.in_features * output[0].numel())
+
     with torch.device("meta"):
         net, _ = resnet_backbone(depth, shape[0], width)
         x = torch.empty(1, *shape)
-    with FlopCounterMode(display=False) as counter:
+    layers = [m for m in net.modules() if isinstance(m, torch.nn.Conv2d | torch.nn.Linear)]
+    handles = [m.register_forward_hook(count) for m in layers]
+    try:
         net(x)
-    return counter.get_total_flops()
+    finally:
+        for h in handles:
+            h.remove()
+    return sum(total)
 
 
 @dataclass(frozen=True)
@@ -252,10 +271,45 @@ def reference_seconds(cost: Cost, ref: dict = REFERENCE_GPU) -> float:
     return cost.flops / ref[cost.dtype] + cost.layer_steps * ref["layer_step"]
 
 
+def rates_file(device: str = "cpu") -> Path:
+    """Where this machine's measured rates on ``device`` are kept: the user's cache folder (``XDG_CACHE_HOME``, else
+    ``~/.cache``), one file per device, CPU model, torch version and thread count, so that a change of any of them
+    measures again."""
+    from .cache import cpu_description
+
+    what = json.dumps([device, cpu_description().get("cpu_model", ""), torch.__version__, torch.get_num_threads()])
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ncbook"
+    return root / f"rates-{hashlib.sha256(what.encode()).hexdigest()[:16]}.json"
+
+
+@functools.cache
+def device_rates(device: str = "cpu") -> dict:
+    """This machine's float32 and float64 product rates and per-layer step overhead on ``device``
+    (:func:`matmul_rate`, :func:`layer_step_seconds`), measured once and kept (:func:`rates_file`), so that
+    ``python -m ncbook list`` answers in about a second; where the cache cannot be read or written, measured now."""
+    path = rates_file(device)
+    try:
+        rates = json.loads(path.read_text())
+        if all(isinstance(rates.get(k), float) and rates[k] > 0 for k in ("float32", "float64", "layer_step")):
+            return rates
+    except (OSError, ValueError):
+        pass
+    rates = {"float32": matmul_rate(device, "float32"), "float64": matmul_rate(device, "float64"),
+             "layer_step": layer_step_seconds(device)}
+    try:
+        from .cache import atomic_write
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, lambda tmp: tmp.write_text(json.dumps(rates)))
+    except OSError:
+        pass
+    return rates
+
+
 def seconds(cost: Cost, device: str = "cpu") -> float:
     """An estimate of the run's time: its FLOPs at the device's large-product rate for its float type, plus its
-    layer-steps at the measured per-layer step overhead. Small layers and elementwise work make real runs slower."""
-    return cost.flops / matmul_rate(device, cost.dtype) + cost.layer_steps * layer_step_seconds(device)
+    layer-steps at the per-layer step overhead (:func:`device_rates`, measured once on this machine). Small layers and
+    elementwise work make real runs slower."""
+    return reference_seconds(cost, device_rates(device))
 
 
 def human(x: float, unit: str = "") -> str:

@@ -3,6 +3,7 @@ scale, ordered as the scales are; the gpu scale sized to 10 minutes; estimates a
 import json
 
 import pytest
+import torch
 
 from ncbook import cache, cost
 from ncbook.registry import EXPERIMENTS
@@ -88,3 +89,37 @@ def test_unknown_configuration_is_refused():
 def test_human_units():
     assert [cost.human(x) for x in (2.3e17, 1.2e15, 60e6)] == ["230 P", "1.2 P", "60 M"]
     assert [cost.duration(x) for x in (45, 600, 7200, 1.9e7)] == ["45 s", "10 min", "2 h", "220 days"]
+
+
+def test_backbone_flops_are_torchs_flop_counts():
+    """cost.backbone_flops counts on the meta device with hooks; torch's FlopCounterMode gives the same numbers."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from ncbook.nets import resnet_backbone
+
+    for depth, width, shape in ((8, 8, (1, 28, 28)), (20, 16, (3, 32, 32)), (14, 16, (1, 28, 28))):
+        with torch.device("meta"):
+            net, _ = resnet_backbone(depth, shape[0], width)
+            x = torch.empty(1, *shape)
+        with FlopCounterMode(display=False) as counter:
+            net(x)
+        assert cost.backbone_flops(depth, width, shape) == counter.get_total_flops()
+
+
+def test_the_device_rates_are_measured_once_and_kept(monkeypatch, tmp_path):
+    """list answers in about a second: the rates come from the cache file after the first measurement; a damaged
+    file is measured again."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    calls = []
+    monkeypatch.setattr(cost, "matmul_rate", lambda device, dtype: calls.append(dtype) or 1e11)
+    monkeypatch.setattr(cost, "layer_step_seconds", lambda device: calls.append("step") or 1e-5)
+    cost.device_rates.cache_clear()
+    assert cost.device_rates("cpu") == {"float32": 1e11, "float64": 1e11, "layer_step": 1e-5} and len(calls) == 3
+    path = cost.rates_file("cpu")
+    assert path.parent == tmp_path / "ncbook" and path.is_file()
+    cost.device_rates.cache_clear()
+    assert cost.device_rates("cpu")["layer_step"] == 1e-5 and len(calls) == 3        # read back, not measured
+    path.write_text("{not json")
+    cost.device_rates.cache_clear()
+    assert cost.device_rates("cpu")["float32"] == 1e11 and len(calls) == 6             # damaged: measured again
+    cost.device_rates.cache_clear()
