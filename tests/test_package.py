@@ -164,3 +164,22 @@ def test_licences_citation_and_changelog_agree_with_the_package():
     assert len(readme.splitlines()) <= 120, "the README is a front door: at most 120 lines (detail in docs/)"
     footer = yaml.safe_load((ROOT / "_config.yml").read_text())["html"]["extra_footer"]
     assert "CC BY 4.0" in footer and "MIT" in footer
+
+
+def test_the_source_distribution_is_the_library_without_half_the_tests(tmp_path: Path):
+    """The sdist holds ncbook/ (with py.typed) and no tests: they need the book's repository (results, chapters,
+    helpers), and shipped without their helpers they would fail to import."""
+    import tarfile
+
+    source = tmp_path / "source"
+    shutil.copytree(ROOT / "ncbook", source / "ncbook", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "tests", source / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in PROJECT["license-files"] + ["pyproject.toml", "README.md", "MANIFEST.in"]:
+        shutil.copy(ROOT / name, source / name)
+    subprocess.run([sys.executable, "-c", "from setuptools import build_meta; build_meta.build_sdist('dist')"],
+                   check=True, cwd=source, capture_output=True)
+    [sdist] = (source / "dist").glob("ncbook-*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        names = [n.split("/", 1)[1] for n in tar.getnames() if "/" in n]
+    assert "ncbook/py.typed" in names and "ncbook/metrics.py" in names
+    assert not [n for n in names if n.startswith("tests")], "the sdist ships tests"
