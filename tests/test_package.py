@@ -120,6 +120,26 @@ def test_the_wheel_installs_alone_and_computes_the_metrics(tmp_path: Path):
     listed = subprocess.run([str(command), "list"], capture_output=True, text=True, env=env_vars)
     assert listed.returncode == 2 and len(listed.stderr.splitlines()) == 1 and "'train' extra" in listed.stderr
     assert (site / "ncbook" / "py.typed").is_file()           # type checkers read the annotations
+    # a stranger's script type-checks against the installed ncbook: right uses pass, the two wrong ones are caught
+    script = tmp_path / "user_script.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+        from ncbook import hooks, metrics
+        Z, y = torch.randn(100, 8), torch.arange(10).repeat(10)
+        nc1: float = metrics.nc1_trace_ratio(Z, y)
+        coherence: float = metrics.coherence(Z, y, global_mean="class_means")
+        classes: int = metrics.class_stats(Z, y).num_classes
+        route: str = hooks.plan(10, 512)
+        wrong: str = metrics.nc1_trace_ratio(Z, y)
+        metrics.coherence(Z, y, global_mean="median")
+    """))
+    checked = subprocess.run([sys.executable, "-m", "mypy", "--python-executable", str(python), "--follow-imports",
+                              "silent", "--cache-dir", str(tmp_path / "mypy"), str(script)], capture_output=True,
+                             text=True, cwd=tmp_path)
+    errors = [line for line in checked.stdout.splitlines() if ": error:" in line]
+    assert len(errors) == 2, checked.stdout
+    assert "user_script.py:9:" in errors[0] and '"float", variable has type "str"' in errors[0]
+    assert "user_script.py:10:" in errors[1] and "Literal['median']" in errors[1]
 
 
 def test_dependencies_are_ranges_and_every_import_is_declared():
