@@ -440,18 +440,24 @@ class ClaimsTable:
                 return "<b>untestable</b>: no run fits"
             return f"<b>{e(c.verdict)}</b>, {int(np.sum(c.holds))} of {np.size(c.holds)} {e(c.runs)}"
 
+        def in_heading(c: Claim) -> bool:
+            """A precondition no other scale ran goes in its figure's heading: the rows below read its runs."""
+            return c.precondition and not any(self.beside[s].get((c.where, c.claim)) for s in self.beside)
+
+        def heading(where: str) -> str:
+            pre = [c for c in self.claims if c.where == where and in_heading(c)]
+            note = "".join(f"<span class='claim-precondition verdict-{css(c.verdict)}'>; precondition (not counted), "
+                           f"the networks fit: <b>{e(c.verdict)}</b>, {int(np.sum(c.holds))} of {np.size(c.holds)} "
+                           "runs fit</span>" for c in pre)
+            return f"<tr class='claims-group'><th colspan='2'>{e(where)}{note}</th></tr>"
+
         rows, details, where = "", "", None
         for c in self.claims:
             found = [self.beside[s].get((c.where, c.claim)) for s in self.beside]
             if c.where != where:
                 where = c.where
-                rows += f"<tr class='claims-group'><th colspan='2'>{e(where)}</th></tr>"
-            if c.precondition and not any(found):        # in the figure's heading: the rows below read its runs
-                rows = rows[:-len("</th></tr>")] + (
-                    f"<span class='claim-precondition verdict-{css(c.verdict)}'>; precondition (not counted), the "
-                    f"networks fit: <b>{e(c.verdict)}</b>, {int(np.sum(c.holds))} of {np.size(c.holds)} runs fit"
-                    f"</span></th></tr>")
-            else:
+                rows += heading(where)
+            if not in_heading(c):
                 rows += row(self.HEADS, (e(c.claim), glance(c) + "".join(
                     elsewhere(s, o) for s, o in zip(self.beside, found) if o)), (css(c.verdict),))
             words = e(c.paper) + f"<br><span class='claim-metric'>{e(c.metric)}</span>"

@@ -57,12 +57,19 @@ def core_site(target: Path) -> Path:
     return target
 
 
+def package_source(source: Path) -> Path:
+    """A copy of what the package is built from (the build leaves nothing in the clone): ncbook/, tests/, the
+    licences, pyproject.toml, README.md and MANIFEST.in."""
+    for folder in ("ncbook", "tests"):
+        shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in PROJECT["license-files"] + ["pyproject.toml", "README.md", "MANIFEST.in"]:
+        shutil.copy(ROOT / name, source / name)
+    return source
+
+
 @pytest.mark.slow
 def test_the_wheel_installs_alone_and_computes_the_metrics(tmp_path: Path):
-    source, wheels = tmp_path / "source", tmp_path / "wheels"        # a copy: the build leaves nothing in the clone
-    shutil.copytree(ROOT / "ncbook", source / "ncbook", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in PROJECT["license-files"] + ["pyproject.toml", "README.md"]:
-        shutil.copy(ROOT / name, source / name)
+    source, wheels = package_source(tmp_path / "source"), tmp_path / "wheels"
     subprocess.run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "-q", "-w", str(wheels)],
                    check=True, cwd=tmp_path)
     [wheel] = wheels.glob("ncbook-*.whl")
@@ -193,11 +200,7 @@ def test_the_source_distributions_tests_run(tmp_path: Path):
     repository (results, chapters, scripts) are not shipped half."""
     import tarfile
 
-    source = tmp_path / "source"
-    shutil.copytree(ROOT / "ncbook", source / "ncbook", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(ROOT / "tests", source / "tests", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in PROJECT["license-files"] + ["pyproject.toml", "README.md", "MANIFEST.in"]:
-        shutil.copy(ROOT / name, source / name)
+    source = package_source(tmp_path / "source")
     subprocess.run([sys.executable, "-c", "from setuptools import build_meta; build_meta.build_sdist('dist')"],
                    check=True, cwd=source, capture_output=True)
     [sdist] = (source / "dist").glob("ncbook-*.tar.gz")
