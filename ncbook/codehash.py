@@ -1,6 +1,10 @@
 """The code a result depends on, hashed: every ncbook function, class and constant its run function reaches, each
 in a normal form (its syntax tree without docstrings), so that comments, docstrings, formatting and moving code
-between modules never make a result stale, and a real change makes stale exactly the results that run it."""
+between modules never make a result stale, and a real change makes stale exactly the results that run it. The
+types of annotations are left out of the hashed text too: the package imports ``annotations`` from ``__future__``,
+so a function's are strings nothing evaluates, and of a class body's only what they make of a dataclass attribute
+counts (a field or a ``ClassVar``); they still count for what code reaches (``cfg: TrainConfig`` reaches the methods
+``cfg`` calls)."""
 
 from __future__ import annotations
 
@@ -34,8 +38,55 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
         if isinstance(body, list):
             kept = [s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
                                              and isinstance(s.value.value, str))]
-            node.body = kept or [ast.Pass()]
+            node.body = kept or [ast.Pass()]  # type: ignore[attr-defined]  # every node that has a body
     return tree
+
+
+def _strip_annotations(node: ast.AST, in_function: bool = False) -> None:
+    """Drop the type annotations that do nothing when the code runs: a function's parameter and return annotations,
+    and those of assignments inside a function body (``x: T = v`` is ``x = v`` there; a bare ``self.x: T`` is
+    nothing; a bare ``x: T`` keeps its target, which makes ``x`` local). In a class body only what an annotation
+    makes of a dataclass's attribute is kept (a field, a ``ClassVar``, an ``InitVar``, ``KW_ONLY``): a field's type
+    changes no value (``--set`` reads it to parse a setting, and the configuration's values are in the key)."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        args = node.args
+        for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+            if arg is not None:
+                arg.annotation = None
+        node.returns = None
+        in_function = True
+    elif isinstance(node, ast.ClassDef):
+        in_function = False
+        for statement in node.body:
+            if isinstance(statement, ast.AnnAssign):
+                statement.annotation = ast.Name(id=_dataclass_role(statement.annotation), ctx=ast.Load())
+    for name, value in ast.iter_fields(node):
+        items = value if isinstance(value, list) else [value]
+        if in_function and isinstance(value, list):
+            items = [ast.Assign(targets=[s.target], value=s.value) if isinstance(s, ast.AnnAssign) and s.value
+                     else s for s in value if not _declares_attribute(s)]
+            for s in items:
+                if isinstance(s, ast.AnnAssign):
+                    s.annotation = None  # type: ignore[assignment]  # a tree to be written, never compiled
+            setattr(node, name, items)
+        for item in items:
+            if isinstance(item, ast.AST):
+                _strip_annotations(item, in_function)
+
+
+def _dataclass_role(annotation: ast.expr) -> str:
+    """What a class-body annotation makes of its attribute in a dataclass: ``ClassVar``, ``InitVar``, ``KW_ONLY`` or
+    a field (``Field``)."""
+    names = {n.id for n in ast.walk(annotation) if isinstance(n, ast.Name)}
+    names |= {n.attr for n in ast.walk(annotation) if isinstance(n, ast.Attribute)}
+    text = ast.unparse(annotation) if isinstance(annotation, ast.Constant) else ""      # a string annotation
+    return next((role for role in ("ClassVar", "InitVar", "KW_ONLY") if role in names or role in text), "Field")
+
+
+def _declares_attribute(statement: ast.AST) -> bool:
+    """Is this a bare annotation of an attribute of a name, ``self.x: T`` (which evaluates nothing but ``self``)?"""
+    return (isinstance(statement, ast.AnnAssign) and statement.value is None
+            and isinstance(statement.target, ast.Attribute) and isinstance(statement.target.value, ast.Name))
 
 
 def syntax_tree(source: str) -> ast.AST:
@@ -43,9 +94,10 @@ def syntax_tree(source: str) -> ast.AST:
     return _strip_docstrings(ast.parse(textwrap.dedent(source)))
 
 
-NORMAL_FORM_VERSION = 2
+NORMAL_FORM_VERSION = 3
 """Bumped whenever :func:`normal_text` changes (which changes every key once). 1: ``ast.dump``, whose text differs
-between Pythons; 2: :func:`normal_text`, the same text on every Python from 3.11."""
+between Pythons; 2: :func:`normal_text`, the same text on every Python from 3.11; 3: without the types of annotations
+(:func:`_strip_annotations`), so that typing the code (``mypy``) never makes a result stale."""
 
 
 def normal_text(node: Any) -> str:
@@ -63,22 +115,26 @@ def normal_text(node: Any) -> str:
     return repr(node)
 
 
-def _joined_parts(values: list[ast.AST]) -> list[ast.AST]:
+def _joined_parts(values: list[ast.expr]) -> list[ast.expr]:
     """An f-string's parts with adjacent text merged and empty text dropped (3.12's parser splits the text of an
     f-string differently and leaves an empty ``Constant('')`` at the end of a format spec such as ``{x:{fmt}}``)."""
-    out: list[ast.AST] = []
+    out: list[ast.expr] = []
     for value in values:
-        text = isinstance(value, ast.Constant) and isinstance(value.value, str)
-        if text and out and isinstance(out[-1], ast.Constant) and isinstance(out[-1].value, str):
-            out[-1] = ast.Constant(value=out[-1].value + value.value)
-        elif not (text and value.value == ""):
+        text = value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
+        last = out[-1] if out else None
+        if text is not None and isinstance(last, ast.Constant) and isinstance(last.value, str):
+            out[-1] = ast.Constant(value=last.value + text)
+        elif text != "":
             out.append(value)
     return out
 
 
 def normal_form_of(source: str) -> str:
-    """The normal form of source code: its syntax tree without docstrings, positions or comments."""
-    return normal_text(syntax_tree(source))
+    """The normal form of source code: its syntax tree without docstrings, positions, comments or the annotations of
+    functions."""
+    tree = syntax_tree(source)
+    _strip_annotations(tree)
+    return normal_text(tree)
 
 
 def _local_imports(tree: ast.AST, module: str) -> dict[str, Any]:
@@ -117,7 +173,9 @@ def _analysis(obj: Any) -> tuple[str, tuple[tuple[str, Any], ...]]:
     """What is hashed for a function or class (the normal form of its source) and what it refers to, from one parse
     (computed once per object: the experiments share most of their code)."""
     tree = syntax_tree(inspect.getsource(obj))
-    return normal_text(tree), tuple(_references(obj, tree))
+    refs = tuple(_references(obj, tree))       # annotations included: ``cfg: TrainConfig`` reaches its methods
+    _strip_annotations(tree)
+    return normal_text(tree), refs
 
 
 def behind(value: Any) -> list[Any]:
@@ -156,16 +214,18 @@ def constant_form(value: Any, refs: list[tuple[str, Any]], depth: int = 0) -> st
                   | types.GenericAlias):
         return repr(value)
     if isinstance(value, tuple | list | frozenset | set):
-        items = [constant_form(v, refs, depth + 1) for v in value]
-        if None in items:
+        items = [form for v in value if (form := constant_form(v, refs, depth + 1)) is not None]
+        if len(items) < len(value):
             return None
         return f"{type(value).__name__}({', '.join(sorted(items) if isinstance(value, set | frozenset) else items)})"
     if isinstance(value, dict):
-        items = [(constant_form(k, refs, depth + 1), constant_form(v, refs, depth + 1)) for k, v in value.items()]
-        return None if any(None in kv for kv in items) else "{" + ", ".join(f"{k}: {v}" for k, v in items) + "}"
+        pairs = [(constant_form(k, refs, depth + 1), constant_form(v, refs, depth + 1)) for k, v in value.items()]
+        written = [f"{k}: {v}" for k, v in pairs if k is not None and v is not None]
+        return None if len(written) < len(pairs) else "{" + ", ".join(written) + "}"
     if isinstance(value, functools.partial):
-        parts = [constant_form(v, refs, depth + 1) for v in (value.func, value.args, value.keywords)]
-        return None if None in parts else f"partial({', '.join(parts)})"
+        parts = [form for v in (value.func, value.args, value.keywords)
+                 if (form := constant_form(v, refs, depth + 1)) is not None]
+        return None if len(parts) < 3 else f"partial({', '.join(parts)})"
     if dataclasses.is_dataclass(value) and not isinstance(value, type) and _code(type(value)):
         refs.append((type(value).__qualname__, type(value)))
         fields = [(f.name, constant_form(getattr(value, f.name), refs, depth + 1)) for f in dataclasses.fields(value)]

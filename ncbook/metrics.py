@@ -243,7 +243,8 @@ def _shifted_moments_cpu(Z: torch.Tensor, y: torch.Tensor, a: torch.Tensor, R: t
     cc, G = np.empty(N, Zn.dtype), np.empty((N, len(Rt)), Zn.dtype)
     blocks = np.empty((-(-N // SHIFT_BLOCK), a.shape[0], q, q))
     threads = torch.get_num_threads()
-    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    # numba.config's settings are made at import from the environment, so no type checker sees them
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
     _shift_project(Zn, y.contiguous().numpy(), a.contiguous().numpy(), Rt.numpy(), q, cc, G, blocks)
     torch.set_num_threads(threads)          # numba's OpenMP layer resets the OpenMP thread count that torch reads
     return torch.from_numpy(cc).to(f64), torch.from_numpy(G[:, :r]).to(f64), torch.from_numpy(blocks.sum(0))
@@ -336,6 +337,22 @@ def check_batch(features: ArrayLike, labels: ArrayLike, num_classes: int, dim: i
     return Z, y
 
 
+@dataclass
+class _SecondPass:
+    """What :class:`TwoPassClassStats` knows after its first pass, and its second pass's sums."""
+
+    n: torch.Tensor                 # the class counts, float64
+    means: torch.Tensor             # K x d, float64
+    a: torch.Tensor                 # the means rounded to the working precision (the shift)
+    Q: torch.Tensor                 # d x q orthonormal basis of the centred means
+    W: torch.Tensor | None          # the classifier, if given
+    R: torch.Tensor                 # Q, and W^T beside it
+    scatter: torch.Tensor           # K x q x q
+    cc_sum: torch.Tensor            # K: the sums of squared norms of the shifted samples
+    seen: torch.Tensor              # K: the samples of pass 2
+    cos_sum: float = 0.0
+
+
 class TwoPassClassStats:
     """:class:`ClassStats` in two passes over the same batches, in K d memory plus a batch: ``first(Z, y)`` on every
     batch sums each class in float64; ``second(Z, y)`` on every batch again shifts each sample by its class mean
@@ -347,13 +364,16 @@ class TwoPassClassStats:
         if num_classes < 2:
             raise ValueError(f"neural-collapse metrics need at least 2 classes, got num_classes={num_classes}")
         self.num_classes, self.classifier = num_classes, classifier
-        self.sums = self.counts = self.work = self.means = None
+        self.sums: torch.Tensor | None = None
+        self.counts: torch.Tensor | None = None
+        self.work = torch.float32
+        self.state: _SecondPass | None = None
 
     def first(self, Z: ArrayLike, y: ArrayLike) -> TwoPassClassStats:
         """Pass 1 on one batch: counts and class sums."""
         K = self.num_classes
         Z, y = check_batch(Z, y, K, None if self.sums is None else self.sums.shape[1])
-        if self.work is None:
+        if self.sums is None or self.counts is None:
             self.work = Z.dtype if Z.dtype in (torch.float32, torch.float64) else torch.float32
             self.sums = torch.zeros(K, Z.shape[1], dtype=torch.float64, device=Z.device)
             self.counts = torch.zeros(K, dtype=torch.long, device=Z.device)
@@ -361,58 +381,56 @@ class TwoPassClassStats:
         self.counts += torch.bincount(y.to(self.sums.device), minlength=K)
         return self
 
-    def _start_second(self) -> None:
-        counts, K, f64 = self.counts, self.num_classes, torch.float64
-        if counts is None or bool((counts == 0).any()):
+    def _second_pass(self) -> _SecondPass:
+        """The state of pass 2, set up from pass 1's sums on its first call."""
+        if self.state is not None:
+            return self.state
+        counts, sums, K, f64 = self.counts, self.sums, self.num_classes, torch.float64
+        if counts is None or sums is None or bool((counts == 0).any()):
             empty = list(range(K)) if counts is None else torch.nonzero(counts == 0).flatten().tolist()
             raise ValueError(f"class(es) {empty} received no samples")
-        self.n = counts.to(f64)
-        self.means = self.sums / self.n.unsqueeze(1)
-        self.a = self.means.to(self.work)
-        self.Q = mean_basis(self.means)
-        q = self.Q.shape[1]
-        self.W = None if self.classifier is None else _check_classifier(self.classifier, K, self.means.shape[1]).to(
-            self.means.device)
-        self.R = self.Q if self.W is None else torch.cat([self.Q, self.W.T], dim=1)
-        self.scatter = torch.zeros(K, q, q, dtype=f64, device=self.means.device)
-        self.cc_sum = torch.zeros(K, dtype=f64, device=self.means.device)
-        self.seen = torch.zeros(K, dtype=torch.long, device=self.means.device)
-        self.cos_sum = 0.0
+        n = counts.to(f64)
+        means = sums / n.unsqueeze(1)
+        Q = mean_basis(means)
+        q, dev = Q.shape[1], means.device
+        W = None if self.classifier is None else _check_classifier(self.classifier, K, means.shape[1]).to(dev)
+        self.state = _SecondPass(n, means, means.to(self.work), Q, W, Q if W is None else torch.cat([Q, W.T], dim=1),
+                                 torch.zeros(K, q, q, dtype=f64, device=dev), torch.zeros(K, dtype=f64, device=dev),
+                                 torch.zeros(K, dtype=torch.long, device=dev))
+        return self.state
 
     def second(self, Z: ArrayLike, y: ArrayLike) -> TwoPassClassStats:
         """Pass 2 on one batch: the shifted projections (and the cosines with the classifier, if given)."""
-        if self.means is None:
-            self._start_second()
-        K, f64, q = self.num_classes, torch.float64, self.Q.shape[1]
-        Z, y = check_batch(Z, y, K, self.means.shape[1])
-        Z, y = Z.to(device=self.means.device, dtype=self.work), y.to(self.means.device)
-        cc, G, batch_scatter = shifted_moments(Z, y, self.a, self.R, q)
+        st = self._second_pass()
+        K, f64, q = self.num_classes, torch.float64, st.Q.shape[1]
+        Z, y = check_batch(Z, y, K, st.means.shape[1])
+        Z, y = Z.to(device=st.means.device, dtype=self.work), y.to(st.means.device)
+        cc, G, batch_scatter = shifted_moments(Z, y, st.a, st.R, q)
         P = G[:, :q]
-        self.scatter += batch_scatter
-        self.cc_sum.index_add_(0, y, cc)
-        self.seen += torch.bincount(y, minlength=K)
-        if self.W is not None:
-            a64, W, Q = self.a.to(f64), self.W, self.Q
+        st.scatter += batch_scatter
+        st.cc_sum.index_add_(0, y, cc)
+        st.seen += torch.bincount(y, minlength=K)
+        if st.W is not None:
+            a64, W, Q = st.a.to(f64), st.W, st.Q
             zw = G[:, q:q + K].gather(1, y.unsqueeze(1)).squeeze(1) + (a64 * W).sum(1)[y]
             zz = (cc + 2 * (P * (a64 @ Q)[y]).sum(1) + (a64 * a64).sum(1)[y]).clamp(min=0)
             denom = zz.sqrt() * torch.linalg.vector_norm(W, dim=1)[y]
             if bool((denom == 0).any()):
                 raise ValueError("a feature vector or a classifier row is zero, so its cosine is undefined")
-            self.cos_sum += float((zw / denom).sum())
+            st.cos_sum += float((zw / denom).sum())
         return self
 
     def finalize(self) -> ClassStats:
         """The statistics; the second pass must have seen exactly the samples of the first."""
-        if self.means is None:
-            self._start_second()
-        if not torch.equal(self.seen, self.counts):
+        st = self._second_pass()
+        if self.counts is None or not torch.equal(st.seen, self.counts):
             raise ValueError("the batches changed between the two passes: pass a re-iterable source (a list or a "
                              "DataLoader without shuffling), not a one-shot iterator")
-        m = self.means - self.a.to(torch.float64)
-        mq = m @ self.Q
-        trace = (self.cc_sum - self.n * (m * m).sum(1)).clamp(min=0)
-        scatter_q = self.scatter - self.n[:, None, None] * mq.unsqueeze(2) * mq.unsqueeze(1)
-        return ClassStats(self.counts, self.means, self.Q, scatter_q, trace, None if self.W is None else self.cos_sum)
+        m = st.means - st.a.to(torch.float64)
+        mq = m @ st.Q
+        trace = (st.cc_sum - st.n * (m * m).sum(1)).clamp(min=0)
+        scatter_q = st.scatter - st.n[:, None, None] * mq.unsqueeze(2) * mq.unsqueeze(1)
+        return ClassStats(self.counts, st.means, st.Q, scatter_q, trace, None if st.W is None else st.cos_sum)
 
 
 def streamed_class_stats(batches: Iterable[tuple[ArrayLike, ArrayLike]], num_classes: int,

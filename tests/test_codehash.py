@@ -73,6 +73,23 @@ def test_normal_form_ignores_comments_docstrings_and_layout():
     assert normal_form_of(a) == normal_form_of(b) != normal_form_of(c)
 
 
+def test_normal_form_ignores_the_types_of_annotations():
+    """Typing the code changes no key; what a class body's annotation makes of a dataclass attribute (a field, a
+    class variable) and a bare ``x: T`` in a function (``x`` is local) still count."""
+    typed = "def f(x: int, *a: str, y: float = 2, **k: T) -> int:\n    z: int = x + y\n    self.q: T | None = None\n" \
+            "    w: int\n    return z\n"
+    plain = "def f(x, *a, y=2, **k):\n    z = x + y\n    self.q = None\n    w: str\n    return z\n"
+    assert normal_form_of(plain) == normal_form_of(plain.replace("    z =", "    self.p: int\n    z ="))
+    assert normal_form_of(typed) == normal_form_of(plain)
+    assert normal_form_of(plain) != normal_form_of(plain.replace("    w: str\n", ""))
+    field = "@dataclass\nclass C:\n    x: int = 1\n    def m(self, a: int) -> int:\n" \
+            "        b: int = a\n        return b\n"
+    assert normal_form_of(field) == normal_form_of(field.replace("a: int", "a").replace("b: int", "b"))
+    assert normal_form_of(field) == normal_form_of(field.replace("x: int", "x: int | None"))     # a field's type
+    for role in ("ClassVar[int]", "typing.ClassVar[int]", "InitVar[int]", "'ClassVar[int]'"):
+        assert normal_form_of(field) != normal_form_of(field.replace("x: int", f"x: {role}")), role
+
+
 def test_reachable_code_is_what_the_run_uses():
     names = {n for n, _ in reachable(EXPERIMENTS["tirer_blur"].run)}
     assert {"run_blurred_classes", "blur_classes", "class_stats", "MLP", "BlurredClasses"} <= names
