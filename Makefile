@@ -100,6 +100,7 @@ pairing:
 
 lint:
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	$(VENV)/bin/python scripts/format_chapters.py --check
 
 # `make book` from scratch: what an earlier build left is removed first

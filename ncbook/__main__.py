@@ -44,7 +44,7 @@ try:        # the commands need the 'train' extra; without it --help and --versi
     )
     MISSING: ImportError | None = None
 except ImportError as err:          # ncbook's own one-line message naming the extra to install
-    MISSING, EXPERIMENTS, SCALES = err, {}, {}
+    MISSING, EXPERIMENTS, SCALES = err, {}, ()
 
 
 def resolve_device(device: str) -> str:
@@ -234,11 +234,11 @@ def cmd_sweep(args) -> int:
         raise SystemExit(f"--workers and --timeout-min must be >= 1, got {args.workers} and {args.timeout_min}")
     points = []
     for vals in itertools.product(*grid.values()):
-        p = dict(zip(grid, vals))
+        point = dict(zip(grid, vals))
         try:
-            points.append(Run.of(args.name, args.scale, **p))
+            points.append(Run.of(args.name, args.scale, **point))
         except ValueError as err:
-            raise SystemExit(f"invalid sweep point {p}: {err}") from None
+            raise SystemExit(f"invalid sweep point {point}: {err}") from None
     device = resolve_device(args.device)
     rows = [("point", "status", "wall time", "manifest")]
     if not args.force:       # cached, current points are kept, so an interrupted sweep picks up where it stopped
@@ -260,6 +260,7 @@ def cmd_sweep(args) -> int:
     else:
         import submitit
 
+        executor: submitit.Executor
         if args.executor == "submitit-local":
             executor = submitit.LocalExecutor(folder=args.log_dir)
             executor.update_parameters(timeout_min=args.timeout_min)

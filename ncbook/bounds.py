@@ -321,12 +321,13 @@ def ntk_op_norm(model: MLP, X: torch.Tensor) -> float:
     def out(p):
         return functional_call(net, p, (Xd,)).reshape(-1)
 
-    z, pullback = vjp(out, params)                                  # v -> J^T v
+    z, pullback = vjp(out, params)  # type: ignore[misc]  # v -> J^T v
 
     def transpose_of_pullback(v: torch.Tensor) -> dict[str, torch.Tensor]:
         return pullback(v)[0]
 
-    _, forward = vjp(transpose_of_pullback, torch.zeros_like(z))   # g -> J g (the pullback is linear)
+    # g -> J g (the pullback is linear)
+    _, forward = vjp(transpose_of_pullback, torch.zeros_like(z))  # type: ignore[misc]
 
     def matvec(v: np.ndarray) -> np.ndarray:
         g = pullback(torch.as_tensor(v.reshape(-1), dtype=torch.float64, device=z.device))[0]
@@ -360,7 +361,7 @@ def top_hessian_eigenvalue(loss_fn, params: list[torch.Tensor], iters: int = 100
     v = [torch.randn(p.shape, generator=g, dtype=p.dtype).to(p.device) for p in params]
     lam = 0.0
     for _ in range(iters):
-        norm = torch.sqrt(sum((x * x).sum() for x in v))
+        norm = torch.sqrt(sum((x * x).sum() for x in v))  # type: ignore[arg-type]
         v = [x / norm for x in v]
         grads = torch.autograd.grad(loss_fn(params), params, create_graph=True)
         Hv = torch.autograd.grad(grads, params, grad_outputs=v)
@@ -400,13 +401,13 @@ def interpolating_network(X: torch.Tensor, labels: torch.Tensor, width: int, hea
     Xd = X.double()
     model = MLP([X.shape[1], width, *(head_width,) * (L2 - 1), K], 1, activation=activation).double()
     with torch.no_grad():
-        model.layers[0].weight.copy_(torch.randn(width, X.shape[1], generator=g, dtype=torch.float64)
-                                     / math.sqrt(X.shape[1]))
+        model.layers[0].weight.copy_(  # type: ignore[operator]
+            torch.randn(width, X.shape[1], generator=g, dtype=torch.float64) / math.sqrt(X.shape[1]))
         Z1 = model.activation(model.layers[0](Xd)).T                                  # width x N
         Y = one_hot_targets(labels, K, torch.float64).T
         P = Y @ torch.linalg.pinv(Z1) + noise * torch.randn(K, width, generator=g, dtype=torch.float64)
         for layer, W in zip(model.layers[1:], balanced_chain(P, L2, head_width, seed)):
-            layer.weight.copy_(W)
+            layer.weight.copy_(W)  # type: ignore[operator]
     return model
 
 
@@ -425,7 +426,8 @@ def kernel_leaking_network(K: int, width: int, per_class: int, leak: float, nois
     eye = torch.eye(K, dtype=torch.float64)
     G = torch.randn(width - K, K, generator=g, dtype=torch.float64) / math.sqrt(K)
     with torch.no_grad():
-        model.layers[0].weight.copy_(eye)
-        model.layers[1].weight.copy_(torch.cat([eye, leak * G]))
-        model.layers[2].weight.copy_(torch.cat([eye, torch.zeros(K, width - K, dtype=torch.float64)], dim=1))
+        model.layers[0].weight.copy_(eye)  # type: ignore[operator]
+        model.layers[1].weight.copy_(torch.cat([eye, leak * G]))  # type: ignore[operator]
+        model.layers[2].weight.copy_(  # type: ignore[operator]
+            torch.cat([eye, torch.zeros(K, width - K, dtype=torch.float64)], dim=1))
     return model, X, labels

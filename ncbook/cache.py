@@ -86,7 +86,7 @@ def result_key(config: dict, code: str) -> str:
     return hashlib.sha256((canonical_json(config) + code).encode()).hexdigest()[:16]
 
 
-def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
     """Call ``write(tmp)`` on a temporary file beside ``path``, then rename it over ``path`` (atomic on POSIX).
 
     If ``write`` raises, ``path`` keeps its previous content and the temporary file is removed.
@@ -169,7 +169,7 @@ def save(name: str, scale: str, config: dict, key: str, arrays: dict[str, np.nda
         if v.dtype == object:
             raise TypeError(f"array {k!r} has dtype object, which cannot be stored without pickling")
     buf = io.BytesIO()
-    np.savez(buf, **arrays)
+    np.savez(buf, **arrays)  # type: ignore[arg-type]  # numpy's stub types **kwds as its allow_pickle
     digest = hashlib.sha256(buf.getvalue()).hexdigest()
     data_path = folder / f"{scale}.{digest[:12]}.npz"
     atomic_write(data_path, lambda tmp: tmp.write_bytes(buf.getvalue()))

@@ -27,6 +27,7 @@ import re
 import textwrap
 import warnings
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -843,7 +844,8 @@ X10 = "jacot_head_depth@lr=0.05"
 PAPER_WD = "jacot_resnet_head@weight_decays=(0.001, 0.004)"
 """Fig. 2's ResNet sweep at the paper's weight decays: a 13th of the λt of the `cpu` scale (which raises them 13x)."""
 
-EXTRA = {X10: ("jacot_head_depth", {"lr": 0.05}), PAPER_WD: ("jacot_resnet_head", {"weight_decays": (0.001, 0.004)})}
+EXTRA: dict[str, tuple[str, dict[str, Any]]] = {X10: ("jacot_head_depth", {"lr": 0.05}),
+                                                 PAPER_WD: ("jacot_resnet_head", {"weight_decays": (0.001, 0.004)})}
 """Runs beside the `cpu` scale that Part IV's claims tables also read, by name: the experiment and its overrides."""
 
 
@@ -964,7 +966,8 @@ def tirer_specs(losses: tuple[str, ...] = ("mse", "ce"), blurred: tuple[int, ...
     return specs
 
 
-GOVERNS = {"jacot_mlp": ("jacot_mlp", {}), "jacot_resnet_fig1": ("jacot_resnet_fig1", {}),
+GOVERNS: dict[str, tuple[str, dict[str, Any]]] = {
+           "jacot_mlp": ("jacot_mlp", {}), "jacot_resnet_fig1": ("jacot_resnet_fig1", {}),
            "jacot_head_depth": ("jacot_head_depth", {}), **EXTRA,
            "jacot_resnet_head": ("jacot_resnet_head", {}), "jacot_nonlinear_depth": ("jacot_nonlinear_depth", {}),
            "tirer_layerwise": ("tirer_layerwise", {}), "tirer_blur": ("tirer_blur", {}),

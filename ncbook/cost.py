@@ -19,8 +19,10 @@ import json
 import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -193,7 +195,7 @@ def _collapse_picture(c: CollapsePicture) -> Cost:
     return _training((784, *c.hidden, 3), 1, c.checkpoints[-1], n, len(c.checkpoints), n).as_dtype("float64")
 
 
-ESTIMATORS = {
+ESTIMATORS: dict[type, Callable[[Any], Cost]] = {
     CollapsePicture: _collapse_picture,
     MLPCollapse: _mlp_collapse,
     HeadDepth: _head,
@@ -209,7 +211,7 @@ ESTIMATORS = {
 }
 
 
-def estimate(cfg) -> Cost:
+def estimate(cfg: Any) -> Cost:
     """The FLOPs of running one configuration (:data:`ESTIMATORS` by its type)."""
     if type(cfg) not in ESTIMATORS:
         raise TypeError(f"no cost estimate for {type(cfg).__name__}; add one to ncbook.cost.ESTIMATORS")

@@ -32,27 +32,27 @@ class Check:
     test: Callable[[Any], str | None]
 
 
-def _as_array(answer: Any, shape: tuple[int, ...]) -> tuple[np.ndarray | None, str | None]:
-    """``answer`` as a float64 array of ``shape``, or why it is not one."""
+def _as_array(answer: Any, shape: tuple[int, ...]) -> np.ndarray | str:
+    """``answer`` as a float64 array of ``shape``, or why it is not one (a string)."""
     try:
         a = np.asarray(answer.detach().cpu() if hasattr(answer, "detach") else answer, dtype=np.float64)
     except (TypeError, ValueError):
-        return None, f"expected numbers, got {type(answer).__name__}"
+        return f"expected numbers, got {type(answer).__name__}"
     if a.shape != shape:
         want = "one number" if shape == () else f"{int(np.prod(shape))} numbers (an array of shape {shape})"
         have = "one number" if a.shape == () else f"an array of shape {a.shape}"
-        return None, f"expected {want}, got {have}"
+        return f"expected {want}, got {have}"
     if not np.all(np.isfinite(a)):
-        return None, "your answer holds NaN or infinite values"
-    return a, None
+        return "your answer holds NaN or infinite values"
+    return a
 
 
 def close(answer: Any, expected: Any, rtol: float, hint: str = "") -> str | None:
     """None when ``answer`` equals ``expected`` (a number or an array) to relative tolerance ``rtol``; else why not."""
     want = np.asarray(expected, dtype=np.float64)
-    got, problem = _as_array(answer, want.shape)
-    if problem:
-        return problem
+    got = _as_array(answer, want.shape)
+    if isinstance(got, str):
+        return got
     errors = np.abs(got - want) / np.maximum(np.abs(want), 1e-300)
     err = float(np.max(errors))
     if err <= rtol:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -206,7 +207,7 @@ def run_mlp_collapse(cfg: MLPCollapse, device: str = "cpu", progress: bool = Tru
         for _ in cfg.weight_decays:
             torch.manual_seed(seed)
             models.append(MLP(list(widths), cfg.num_nonlinear).to(device=device, dtype=dtype))
-    base = dict(steps=cfg.steps, lr=cfg.lr, batch_size=cfg.batch_size, momentum=cfg.momentum,
+    base: dict[str, Any] = dict(steps=cfg.steps, lr=cfg.lr, batch_size=cfg.batch_size, momentum=cfg.momentum,
                 lr_drops=cfg.lr_drops, record_every=cfg.record_every)
     cfgs = [TrainConfig(weight_decay=wd, **base) for _ in cfg.seeds for wd in cfg.weight_decays]
     ens = Ensemble(models)
@@ -244,7 +245,7 @@ class HeadDepth(OneSeed):
     depths: tuple[int, ...] = (1, 2, 3, 4)
     weight_decays: tuple[float, ...] = (0.0, 1e-3, 3e-3, 1e-2)
     dataset: str = "mnist5k"
-    per_class: int = 50
+    per_class: int | None = 50          # None: every digit
     relu_widths: tuple[int, ...] = (64, 64)
     head_width: int = 32
     steps: int = 1500
@@ -303,7 +304,7 @@ class HeadBounds(OneSeed):
     depths: tuple[int, ...] = (2, 3, 4, 5)
     weight_decays: tuple[float, ...] = (1e-3, 3e-3, 1e-2)
     dataset: str = "mnist5k"
-    per_class: int = 50
+    per_class: int | None = 50          # None: every digit
     relu_widths: tuple[int, ...] = (64, 64)
     head_width: int = 32
     steps: int = 3000
@@ -338,7 +339,7 @@ def run_head_bounds(cfg: HeadBounds, device: str = "cpu", progress: bool = True,
         ckpt = part_checkpoint(checkpoint, f"L{depth}")
         hists = train_ensemble(ens, X, y, cfgs, seed=cfg.seed, checkpoint=ckpt,
                                checkpoint_every=max(1, cfg.steps // 10), progress=progress)
-        rows = {name: [] for name in out}
+        rows: dict[str, list] = {name: [] for name in out}
         for i, hist in enumerate(hists):
             model = ens.model(i)
             th = bounds.theorem_3_1(model, X, y)
@@ -373,7 +374,7 @@ class GDPhases(OneSeed):
     num_nonlinear: int = 2
     gamma: float = 0.1
     beta: float = 1.0
-    per_class: int = 10
+    per_class: int | None = 10          # None: every digit
     input_scale: float = 1 / 16
     lrs: tuple[float, ...] = (0.005, 0.01)
     weight_decays: tuple[float, ...] = (0.02, 0.05, 0.1)
@@ -406,7 +407,7 @@ def initial_sharpness(cfg: GDPhases | EdgeOfStability) -> float:
     """The largest eigenvalue of the Hessian of the summed square loss C_0 (weight decay lambda adds lambda to it) at
     the initial weights of a full-batch GD experiment, as its run draws them: its learning rates are stable at the
     start only below 2 / it (:func:`bounds.largest_hessian_eigenvalue`). Computed once per network and data."""
-    unused = {"lrs": (1.0,), "steps": 1, "every": 1}
+    unused: dict[str, Any] = {"lrs": (1.0,), "steps": 1, "every": 1}
     unused |= {"weight_decays": (0.0,)} if isinstance(cfg, GDPhases) else {"weight_decay": 0.0, "power_iters": 1}
     return _initial_sharpness(replace(cfg, **unused))
 
@@ -417,8 +418,8 @@ def _initial_sharpness(cfg: GDPhases | EdgeOfStability) -> float:
 
     X, y = _small_digits(cfg, "cpu")
     torch.manual_seed(cfg.seed)
-    extra = {"activation": SmoothLeakyReLU(cfg.gamma, cfg.beta)} if isinstance(cfg, GDPhases) else {}
-    model = MLP(list(cfg.widths), cfg.num_nonlinear, **extra).double()
+    activation = SmoothLeakyReLU(cfg.gamma, cfg.beta) if isinstance(cfg, GDPhases) else None
+    model = MLP(list(cfg.widths), cfg.num_nonlinear, activation=activation).double()
     Xd, Y, params = _gd_start(model, X, y, min(cfg.lrs), 0.0)
     return bounds.largest_hessian_eigenvalue(lambda ps: regularised_loss(model, ps, Xd, Y, 0.0), params, tol=1e-3)
 
@@ -430,7 +431,7 @@ class EdgeOfStability(OneSeed):
 
     widths: tuple[int, ...] = (64, 64, 32, 32, 32, 10)
     num_nonlinear: int = 2
-    per_class: int = 10
+    per_class: int | None = 10          # None: every digit
     input_scale: float = 1 / 16
     lrs: tuple[float, ...] = (0.01, 0.02, 0.05)
     weight_decay: float = 1e-3
@@ -475,7 +476,7 @@ def run_trained_ntk(cfg: EdgeOfStability, device: str = "cpu", progress: bool = 
                                 part_checkpoint(checkpoint, f"lr{lr:g}"))
         with torch.no_grad():
             for layer, W in zip(model.layers, out["weights"]):
-                layer.weight.copy_(W)
+                layer.weight.copy_(W)  # type: ignore[operator]
             s = torch.linalg.svdvals(model(X))
         W = out["weights"]
         rows.append({"ntk": ntk_op_norm(model, X), "sharpness": out["sharpness"][-1], "loss": out["loss"][-1],

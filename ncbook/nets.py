@@ -92,7 +92,7 @@ class MLP(nn.Module):
     @property
     def weights(self) -> list[torch.Tensor]:
         """Weight matrices W_1, ..., W_L (W_l has shape d_l x d_{l-1})."""
-        return [layer.weight for layer in self.layers]
+        return [layer.weight for layer in self.layers]  # type: ignore[misc]
 
     @property
     def layer_names(self) -> list[str]:
@@ -140,11 +140,13 @@ class Ensemble:
             raise ValueError("all models of an Ensemble must have the same architecture")
         self.template = copy.deepcopy(models[0])
         self.num_nonlinear = models[0].num_nonlinear
-        stack = [torch.stack([m.layers[i].weight.detach() for m in models]).clone().requires_grad_(True)
+        stack = [torch.stack([m.layers[i].weight.detach()  # type: ignore[operator]
+                              for m in models]).clone().requires_grad_(True)
                  for i in range(len(models[0].layers))]
         self.weights = stack
         self.biases = [None if models[0].layers[i].bias is None else
-                       torch.stack([m.layers[i].bias.detach() for m in models]).clone().requires_grad_(True)
+                       torch.stack([m.layers[i].bias.detach()  # type: ignore[operator]
+                                    for m in models]).clone().requires_grad_(True)
                        for i in range(len(stack))]
 
     def __len__(self) -> int:
@@ -161,7 +163,7 @@ class Ensemble:
             if i == 0:    # shared input: one wide product (M d_1 x d_0 times d_0 x N), split by model
                 h = (W.reshape(-1, W.shape[2]) @ x.T).reshape(M, W.shape[1], x.shape[0])
             else:         # columns are samples, so every product is a contiguous batched matmul
-                h = torch.bmm(W, h)
+                h = torch.bmm(W, h)  # type: ignore[arg-type]
             if b is not None:
                 h = h + b.unsqueeze(2)
             pre.append(h.transpose(1, 2) if i < self.num_nonlinear else None)
@@ -182,9 +184,9 @@ class Ensemble:
         m = copy.deepcopy(self.template)
         with torch.no_grad():
             for layer, W, b in zip(m.layers, self.weights, self.biases):
-                layer.weight.copy_(W[i])
+                layer.weight.copy_(W[i])  # type: ignore[operator]
                 if b is not None:
-                    layer.bias.copy_(b[i])
+                    layer.bias.copy_(b[i])  # type: ignore[operator]
         return m
 
 
@@ -267,7 +269,8 @@ class ResNet18(nn.Module):
 
 def backbone_stages(backbone: nn.Module, x: torch.Tensor) -> list[torch.Tensor]:
     """The measured outputs of a backbone: its ``forward_stages`` if it has them (ResNet18), else its output."""
-    return backbone.forward_stages(x) if hasattr(backbone, "forward_stages") else [backbone(x)]
+    return (backbone.forward_stages(x)  # type: ignore[operator]
+            if hasattr(backbone, "forward_stages") else [backbone(x)])
 
 
 class BackboneHead(nn.Module):
@@ -296,7 +299,7 @@ class BackboneHead(nn.Module):
             z = layer(h)
             out.append(z if i < self.head.num_nonlinear else None)
             h = self.head.activation(z) if i < self.head.num_nonlinear else z
-        return out
+        return out  # type: ignore[return-value]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(self.backbone(x))

@@ -57,7 +57,7 @@ def panels(n: int, row_height: float = 2.6, **kw) -> tuple[Figure, list]:
 def min_font_pt(fig: Figure) -> float:
     """The smallest size, in points, of any visible text drawn in a figure."""
     sizes = [t.get_fontsize() for t in fig.findobj(mtext.Text) if t.get_visible() and t.get_text().strip()]
-    return min(sizes, default=float(MIN_FONT_PT))
+    return float(min(sizes, default=MIN_FONT_PT))
 
 
 def panels_per_row(fig: Figure) -> int:
@@ -119,17 +119,20 @@ def phone_layout(fig: Figure) -> None:
             moves.append((ax.set_subplotspec, new))
         else:                              # a panel and its colour bar share a grid inside the cell: move that grid
             inner = spec.get_gridspec()
-            while inner._subplot_spec != top:
-                inner = inner._subplot_spec.get_gridspec()
+            # (matplotlib has no public way to move a nested grid: GridSpecFromSubplotSpec keeps its cell here)
+            while inner._subplot_spec != top:  # type: ignore[attr-defined]
+                inner = inner._subplot_spec.get_gridspec()  # type: ignore[attr-defined]
             moves.append((functools.partial(setattr, inner, "_subplot_spec"), new))
     for move, new in moves:
         move(new)
     height = fig.get_figheight() / rows * max(len(cells), 1)
     fig.set_size_inches(min(PHONE_IN, fig.get_figwidth()), height)
-    fig.subplots_adjust(**{k: plt.rcParamsDefault[f"figure.subplot.{k}"]
+    fig.subplots_adjust(**{k: plt.rcParamsDefault[f"figure.subplot.{k}"]  # type: ignore[index]  # a valid key
                            for k in ("left", "right", "bottom", "top", "wspace", "hspace")})
     width = fig.get_figwidth() * fig.dpi
-    titles = [fig._suptitle] + [t for ax in fig.axes for t in (ax.title, ax._left_title, ax._right_title)]
+    # (the figure's and the axes' title texts: matplotlib keeps the side titles private)
+    titles = [fig._suptitle] + [t for ax in fig.axes  # type: ignore[attr-defined]
+                                for t in (ax.title, ax._left_title, ax._right_title)]  # type: ignore[attr-defined]
     fig.canvas.draw()
     for t in titles:
         if t is not None and t.get_text() and t.get_window_extent().width > 0.98 * width:
@@ -619,7 +622,7 @@ def plot_wd_ablation(result: dict, loss_index: int, layer: str = "deepest") -> F
     from .compare import layer_index
     from .reproduce import ABLATIONS
 
-    layer = layer_index(result, layer)
+    index = layer_index(result, layer)
 
     x = result["epochs"]
     fig, axes = panels(4, 2.5)
@@ -628,7 +631,7 @@ def plot_wd_ablation(result: dict, loss_index: int, layer: str = "deepest") -> F
         for g, settings in enumerate(groups):
             ax = axes[2 * col + g]
             for s in settings:
-                _band(ax, x, result[name][loss_index, :, s, :, layer], ["k", "C0", "C3", "C0", "C3"][s],
+                _band(ax, x, result[name][loss_index, :, s, :, index], ["k", "C0", "C3", "C0", "C3"][s],
                       ABLATIONS[s], ls="--" if s in (3, 4) else "-")
             ax.set_title(f"{title}, weight decay {('doubled', 'zeroed')[g]}")
             ax.set_xlabel("epoch")

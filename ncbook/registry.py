@@ -143,7 +143,7 @@ class Experiment:
     name: str
     description: str
     run: Callable[..., dict[str, np.ndarray]]
-    scales: dict[str, object]
+    scales: dict[str, typing.Any]
     notes: dict[str, str] = field(default_factory=dict)
 
     def config_type(self, scale: str) -> type:
@@ -167,7 +167,7 @@ class Experiment:
                 raise ValueError(f"setting {k} of {self.name}: {err}") from None
         return out
 
-    def config(self, scale: str, **overrides) -> object:
+    def config(self, scale: str, **overrides) -> typing.Any:
         """The configuration of a scale with ``overrides`` (canonical, :meth:`settings`) applied, checked by its own
         ``__post_init__``."""
         overrides = self.settings(scale, overrides)

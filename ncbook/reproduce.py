@@ -45,7 +45,7 @@ def he_init(mlp: MLP) -> None:
     with torch.no_grad():
         for i, layer in enumerate(mlp.layers):
             gain = 2.0 if i < mlp.num_nonlinear else 1.0
-            layer.weight.normal_(0.0, math.sqrt(gain / layer.weight.shape[1]))
+            layer.weight.normal_(0.0, math.sqrt(gain / layer.weight.shape[1]))  # type: ignore[index, operator]
 
 
 def _mlp_ensemble(widths: list[int], num_nonlinear: int, seeds: tuple[int, ...], copies: int, device: str,
@@ -316,11 +316,11 @@ def run_layerwise(cfg: LayerwiseTraining, device: str = "cpu", progress: bool = 
     steps = math.ceil(cfg.epochs * len(y) / cfg.batch_size)
     tc = TrainConfig(steps=steps, lr=cfg.lr, weight_decay=0.0, loss="ce", batch_size=cfg.batch_size,
                      optimizer="adam", record_every=steps)
-    rows = {k: [] for k in ("nc1_pinv", "nc1_trace_ratio", "loss", "train_error")}
+    rows: dict[str, list] = {k: [] for k in ("nc1_pinv", "nc1_trace_ratio", "loss", "train_error")}
     for seed in cfg.seeds:
         torch.manual_seed(seed)
         model = BlockMLP(X.shape[1], cfg.width, int(y.max()) + 1).to(device)
-        vals = {k: [] for k in rows}
+        vals: dict[str, list] = {k: [] for k in rows}
         for k in range(cfg.num_layers):
             if k:
                 model.add_block()
@@ -329,8 +329,8 @@ def run_layerwise(cfg: LayerwiseTraining, device: str = "cpu", progress: bool = 
             vals["nc1_trace_ratio"].append(h.layers["nc1_trace_ratio"][-1][0])
             vals["loss"].append(h.loss[-1])
             vals["train_error"].append(h.train_error[-1])
-        for k in rows:
-            rows[k].append(vals[k])
+        for k in rows:  # type: ignore[assignment]
+            rows[k].append(vals[k])  # type: ignore[index]
     return {"seeds": np.array(cfg.seeds), "hidden_layers": np.arange(1, cfg.num_layers + 1)} | {
         k: np.array(v, dtype=np.float64) for k, v in rows.items()}
 
@@ -383,7 +383,8 @@ class TirerSGD:
         ``weight_decay``)."""
         per_epoch = self.steps_per_epoch(num_samples)
         return TrainConfig(steps=self.epochs * per_epoch, lr=self.lr, weight_decay=weight_decay,
-                           weight_decay_last=weight_decay_last, loss=loss, batch_size=self.batch_size,
+                           weight_decay_last=weight_decay_last, loss=loss,  # type: ignore[arg-type]
+                           batch_size=self.batch_size,
                            momentum=self.momentum, lr_drops=self.lr_drops,
                            record_every=self.record_every_epochs * per_epoch)
 

@@ -14,6 +14,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -34,7 +35,7 @@ class Run:
     name: str
     scale: str
     overrides: dict
-    config: object
+    config: Any
     tag: str
     key: str
     runtime: dict = field(default_factory=dict)

@@ -75,7 +75,8 @@ def gd_with_sharpness(model: MLP, X: torch.Tensor, labels: torch.Tensor, lr: flo
     Xd, Y, params = _gd_start(model, X, labels, lr, weight_decay)
     st = {"params": params, "device": Xd.device, "loss": [], "sharp_steps": [], "sharpness": []}
     start = _resume(checkpoint, st)
-    watch, pending = DivergenceWatch(lambda k: lr), []     # the losses not yet read back, on the device
+    # pending: the losses not yet read back, on the device
+    watch, pending = DivergenceWatch(lambda k: lr), []  # type: ignore[var-annotated]
 
     def read_back() -> None:
         """Stop a diverged run, then move the pending losses to the record (one read)."""
@@ -104,7 +105,8 @@ def gd_with_sharpness(model: MLP, X: torch.Tensor, labels: torch.Tensor, lr: flo
                 W -= lr * g
 
     saver = _saver(checkpoint, st)
-    run_steps(steps, update, measure, start=start, save=None if saver is None else lambda k: (read_back(), saver(k)),
+    run_steps(steps, update, measure, start=start,
+              save=None if saver is None else lambda k: (read_back(), saver(k)),  # type: ignore[func-returns-value]
               save_every=save_every, progress=progress, desc=f"GD, lr {lr:g}")
     read_back()
     return {"loss": np.array(st["loss"]), "steps": np.array(st["sharp_steps"]),
@@ -155,7 +157,8 @@ def gd_phases(model: MLP, X: torch.Tensor, labels: torch.Tensor, lr: float, weig
         st["params"] = [W.requires_grad_(True) for W in new]
 
     saver = _saver(checkpoint, st)
-    run_steps(steps, update, measure, start=start, save=None if saver is None else lambda k: (watch.check(), saver(k)),
+    run_steps(steps, update, measure, start=start,
+              save=None if saver is None else lambda k: (watch.check(), saver(k)),  # type: ignore[func-returns-value]
               save_every=save_every, progress=progress, desc=f"GD, lr {lr:g}, λ {weight_decay:g}")
     watch.check()
     out = {k: np.array(st[k], dtype=np.float64) for k in ("loss", "loss0", "grad0_sq", "balance")}

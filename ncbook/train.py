@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -45,7 +45,7 @@ def progress_bar(iterable, enabled: bool = True, **kwargs):
 
 def run_steps(steps: int, update: Callable[[int], None], measure: Callable[[int], None],
               measured: Callable[[int], bool] = lambda step: True, start: int = 0,
-              save: Callable[[int], None] | None = None, save_every: int = 500, progress: bool = True,
+              save: Callable[[int], object] | None = None, save_every: int = 500, progress: bool = True,
               desc: str = "train") -> None:
     """The loop of every trainer and GD experiment in ncbook: at each step from ``start`` to ``steps``, first
     ``measure(step)`` where ``measured(step)`` (record metrics, check for divergence), then, before the last step,
@@ -214,7 +214,7 @@ def data_loss(outputs: torch.Tensor, labels: torch.Tensor, kind: str = "mse",
     return square_loss(outputs, targets)
 
 
-def weight_penalty(weights: list[torch.Tensor], weight_decay: float) -> torch.Tensor:
+def weight_penalty(weights: list[torch.Tensor], weight_decay: float) -> torch.Tensor | float:
     """(lambda / 2) sum_l ||W_l||_F^2, the regulariser of C_lambda (Jacot et al. Sec. 4) for one lambda."""
     return 0.5 * weight_decay * sum((W * W).sum() for W in weights)
 
@@ -320,6 +320,9 @@ class DivergenceWatch:
     :func:`check_divergence` would have at the step itself. A NaN or infinite loss fails (its ratio is not <= 1)."""
 
     def __init__(self, lr_at: Callable[[int], float]):
+        self.initial: torch.Tensor | None
+        self.first: torch.Tensor | None
+        self.times: torch.Tensor | None
         self.lr_at, self.initial = lr_at, None
         self.first = self.times = None          # the first failing step (-1: none) and its loss / initial loss
 
@@ -334,9 +337,9 @@ class DivergenceWatch:
         if self.initial is None:
             return
         times = (loss.detach().reshape(-1) / self.initial).amax()           # NaN if any loss is NaN
-        failed = (times <= DIVERGENCE_FACTOR).logical_not_() & (self.first < 0)
-        self.first = torch.where(failed, step, self.first)
-        self.times = torch.where(failed, times, self.times)
+        failed = (times <= DIVERGENCE_FACTOR).logical_not_() & (self.first < 0)  # type: ignore[operator]
+        self.first = torch.where(failed, step, self.first)  # type: ignore[arg-type]
+        self.times = torch.where(failed, times, self.times)  # type: ignore[arg-type]
         if step % CHECK_EVERY == CHECK_EVERY - 1:
             self.check()
 
@@ -344,7 +347,7 @@ class DivergenceWatch:
         """Read the watch (one read) and stop the run if a step since the start failed."""
         if self.first is None:
             return
-        first, times = torch.stack([self.first.double(), self.times.double()]).tolist()
+        first, times = torch.stack([self.first.double(), self.times.double()]).tolist()  # type: ignore[union-attr]
         if first >= 0:
             raise divergence_error(int(first), times, self.lr_at(int(first)))
 
@@ -442,7 +445,8 @@ def train_ensemble(ens: Ensemble, x: torch.Tensor, labels: torch.Tensor, cfgs: l
             full = objective(feats[-1])
             check_divergence(full, step, cfg.lr_at(step), _initial(hists, full), ens.parameters())
             if watch.initial is None:
-                watch.start(_initial(hists, full) if hists[0].loss else full)
+                # (not None: a record exists)
+                watch.start(_initial(hists, full) if hists[0].loss else full)  # type: ignore[arg-type]
             for m, hist in enumerate(hists):
                 _record(hist, feats[-1][m], full[m], step, labels, [f[m] for f in feats],
                         [W[m] for W in ens.weights], [None if p is None else p[m] for p in pre])
@@ -462,13 +466,16 @@ def train_ensemble(ens: Ensemble, x: torch.Tensor, labels: torch.Tensor, cfgs: l
         with torch.no_grad():   # the penalty's gradient lambda_ml W_ml, the very term autograd would have added
             for W, lam, dW in zip(ens.weights, layer_decay, decay_grad):
                 torch.mul(W, lam, out=dW)
-            torch._foreach_add_([W.grad for W in ens.weights], decay_grad)
-            momentum_step(params, [p.grad for p in params], velocity, cfg.lr_at(step), cfg.momentum)
+            # (every .grad is set: backward() ran just above)
+            torch._foreach_add_([W.grad for W in ens.weights], decay_grad)  # type: ignore[misc, arg-type]
+            momentum_step(params, [p.grad for p in params], velocity, cfg.lr_at(step),  # type: ignore[misc]
+                          cfg.momentum)
 
     def save(step: int) -> None:
         watch.check()
-        save_checkpoint(checkpoint, {"step": step, "parameters": [p.detach() for p in params], "velocity": velocity,
-                                     "histories": [asdict(h) for h in hists]})
+        save_checkpoint(checkpoint,  # type: ignore[arg-type]
+                        {"step": step, "parameters": [p.detach() for p in params], "velocity": velocity,
+                         "histories": [asdict(h) for h in hists]})
 
     run_steps(cfg.steps, update, measure, cfg.records, start, None if checkpoint is None else save, checkpoint_every,
               progress, f"train lambda={cfg.weight_decay:g}" if M == 1 else f"train {M} models together")
@@ -479,9 +486,9 @@ def _features_in_batches(model: nn.Module, x: torch.Tensor, batch: int):
     """Every measured layer's features (and pre-activations, if the model has them) on all of ``x``, in eval mode."""
     feats, pres = [], []
     for i in range(0, len(x), batch):
-        feats.append(model.forward_features(x[i:i + batch]))
+        feats.append(model.forward_features(x[i:i + batch]))  # type: ignore[operator]
         if hasattr(model, "preactivations"):
-            pres.append(model.preactivations(x[i:i + batch]))
+            pres.append(model.preactivations(x[i:i + batch]))  # type: ignore[operator]
     cat = [torch.cat(parts) for parts in zip(*feats)]
     pre = [None if parts[0] is None else torch.cat(parts) for parts in zip(*pres)] if pres else None
     return cat, pre
@@ -495,20 +502,22 @@ def train_module(model: nn.Module, x: torch.Tensor, labels: torch.Tensor, cfg: T
     parameter that requires a gradient but the last layer's, ``cfg.weight_decay_last`` on those (PyTorch's coupled
     L2 weight decay, biases and batch norm included, as in Tirer et al. App. E). Metrics are recorded in eval mode on
     the whole of ``x``. Checkpoints and resuming as in :func:`train_ensemble`."""
-    last = {id(p) for p in model.last_layer_parameters()}
+    last = {id(p) for p in model.last_layer_parameters()}  # type: ignore[operator]
     params = [p for p in model.parameters() if p.requires_grad]
     wd_last = cfg.weight_decay if cfg.weight_decay_last is None else cfg.weight_decay_last
-    groups = [{"params": [p for p in params if id(p) not in last], "weight_decay": cfg.weight_decay},
+    groups: list[dict[str, Any]] = [{"params": [p for p in params if id(p) not in last],
+                                     "weight_decay": cfg.weight_decay},
               {"params": [p for p in params if id(p) in last], "weight_decay": wd_last}]
     groups = [g for g in groups if g["params"]]
     if cfg.optimizer == "adam":
         opt = torch.optim.Adam(groups, lr=cfg.lr)
     else:
-        opt = torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum)
+        opt = torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum)  # type: ignore[assignment]
     hist, start, N = History(), 0, len(labels)
     batches = ShuffledEpochs(N, cfg.batch_size, seed, x.device)
     watch = DivergenceWatch(cfg.lr_at)
-    targets = one_hot_targets(labels, model.weights[-1].shape[0], x.dtype)    # once: one_hot reads labels back
+    # once: one_hot reads labels back
+    targets = one_hot_targets(labels, model.weights[-1].shape[0], x.dtype)  # type: ignore[index]
     if (state := load_checkpoint(checkpoint)) is not None:
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
@@ -523,8 +532,9 @@ def train_module(model: nn.Module, x: torch.Tensor, labels: torch.Tensor, cfg: T
                                                                 for g in groups)
             check_divergence(full, step, cfg.lr_at(step), _initial([hist], full), params)
             if watch.initial is None:
-                watch.start(_initial([hist], full) if hist.loss else full)
-            _record(hist, feats[-1], full, step, labels, feats, model.weights, pre)
+                # (not None: a record exists)
+                watch.start(_initial([hist], full) if hist.loss else full)  # type: ignore[arg-type]
+            _record(hist, feats[-1], full, step, labels, feats, model.weights, pre)  # type: ignore[arg-type]
 
     def update(step: int) -> None:
         model.train()
@@ -539,8 +549,9 @@ def train_module(model: nn.Module, x: torch.Tensor, labels: torch.Tensor, cfg: T
 
     def save(step: int) -> None:
         watch.check()
-        save_checkpoint(checkpoint, {"step": step, "model": model.state_dict(), "optimizer": opt.state_dict(),
-                                     "history": asdict(hist)})
+        save_checkpoint(checkpoint,  # type: ignore[arg-type]
+                        {"step": step, "model": model.state_dict(), "optimizer": opt.state_dict(),
+                         "history": asdict(hist)})
 
     run_steps(cfg.steps, update, measure, cfg.records, start, None if checkpoint is None else save, checkpoint_every,
               progress, f"train {type(model).__name__}")

@@ -9,6 +9,7 @@ A result is ``<experiment>/<tag>.json`` (its manifest) beside the data file it l
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import shutil
 import tarfile
@@ -121,7 +122,7 @@ def bring_in(name: str, tag: str, staging: Path, manifest: dict, source: str, ro
         previous = set()
     for fname in manifest["files"]:
         data = (staging / name / fname).read_bytes()
-        cache.atomic_write(folder / fname, lambda tmp, data=data: tmp.write_bytes(data))
+        cache.atomic_write(folder / fname, functools.partial(Path.write_bytes, data=data))
     record = {"from": source, "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
               "git_commit": cache.git_commit()}
     out = {**manifest, "imported": [*manifest.get("imported", []), record]}
