@@ -193,6 +193,17 @@ def test_licences_citation_and_changelog_agree_with_the_package():
     assert "CC BY 4.0" in footer and "MIT" in footer
 
 
+def test_the_project_urls_are_the_books_repository_or_none():
+    """The package's URLs come from the one setting of the book's public repository (``_config.yml``): none while it
+    is unset (no invented address), that repository once it is."""
+    repository = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
+    urls = PROJECT.get("urls", {})
+    if not repository:
+        assert not urls, f"pyproject names URLs {urls} but _config.yml's repository.url is unset"
+    else:
+        assert urls.get("Repository") == repository and urls.get("Issues") == repository.rstrip("/") + "/issues"
+
+
 @pytest.mark.slow
 def test_the_source_distributions_tests_run(tmp_path: Path):
     """The sdist holds ncbook/ (with py.typed) and the tests of its library modules with every helper they import;
