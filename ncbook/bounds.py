@@ -401,13 +401,13 @@ def interpolating_network(X: torch.Tensor, labels: torch.Tensor, width: int, hea
     Xd = X.double()
     model = MLP([X.shape[1], width, *(head_width,) * (L2 - 1), K], 1, activation=activation).double()
     with torch.no_grad():
-        model.layers[0].weight.copy_(  # type: ignore[operator]
-            torch.randn(width, X.shape[1], generator=g, dtype=torch.float64) / math.sqrt(X.shape[1]))
+        model.weights[0].copy_(torch.randn(width, X.shape[1], generator=g, dtype=torch.float64)
+                               / math.sqrt(X.shape[1]))
         Z1 = model.activation(model.layers[0](Xd)).T                                  # width x N
         Y = one_hot_targets(labels, K, torch.float64).T
         P = Y @ torch.linalg.pinv(Z1) + noise * torch.randn(K, width, generator=g, dtype=torch.float64)
-        for layer, W in zip(model.layers[1:], balanced_chain(P, L2, head_width, seed)):
-            layer.weight.copy_(W)  # type: ignore[operator]
+        for weight, W in zip(model.weights[1:], balanced_chain(P, L2, head_width, seed)):
+            weight.copy_(W)
     return model
 
 
@@ -426,8 +426,8 @@ def kernel_leaking_network(K: int, width: int, per_class: int, leak: float, nois
     eye = torch.eye(K, dtype=torch.float64)
     G = torch.randn(width - K, K, generator=g, dtype=torch.float64) / math.sqrt(K)
     with torch.no_grad():
-        model.layers[0].weight.copy_(eye)  # type: ignore[operator]
-        model.layers[1].weight.copy_(torch.cat([eye, leak * G]))  # type: ignore[operator]
-        model.layers[2].weight.copy_(  # type: ignore[operator]
-            torch.cat([eye, torch.zeros(K, width - K, dtype=torch.float64)], dim=1))
+        W1, W2, W3 = model.weights
+        W1.copy_(eye)
+        W2.copy_(torch.cat([eye, leak * G]))
+        W3.copy_(torch.cat([eye, torch.zeros(K, width - K, dtype=torch.float64)], dim=1))
     return model, X, labels
