@@ -977,10 +977,18 @@ class StreamingNCCAgreement:
 # everything at once
 
 
+def _on_host(s: ClassStats) -> ClassStats:
+    """The same statistics in host memory (one copy of each of its K d-sized tensors)."""
+    return ClassStats(s.counts.cpu(), s.means.cpu(), s.basis.cpu(), s.scatter_q.cpu(), s.scatter_trace.cpu(), s.cos_sum)
+
+
 def nc_metrics(features: ArrayLike, labels: ArrayLike, W: ArrayLike | None = None,
                num_classes: int | None = None, global_mean: GlobalMean = "samples") -> dict[str, float]:
-    """All class-mean based metrics of one feature matrix (and NC3 if the next layer's classifier W is given)."""
-    s = class_stats(features, labels, num_classes, classifier=W)
+    """All class-mean based metrics of one feature matrix (and NC3 if the next layer's classifier W is given). The
+    pass over the features runs where they are; the metrics then read only the K d statistics, brought to the host
+    once (on a GPU each small operation would be a launch and each number a wait)."""
+    s = _on_host(class_stats(features, labels, num_classes, classifier=W))
+    W = None if W is None else _as_tensor(W, "W").cpu()
     out = {
         "nc1_trace_ratio": nc1_trace_ratio(s, global_mean=global_mean),
         "nc1_pinv": nc1_pinv(s, global_mean=global_mean),

@@ -13,7 +13,7 @@ they would on a GPU: on the device of the call's inputs, or where a factory func
 
 The dispatch mode also counts ``host_reads``: every value read back from the device to the host (``.item()``,
 ``bool()`` or ``float()`` of a device tensor, ``.tolist()``, ``.cpu()``), each of which waits for the device on a
-real GPU."""
+real GPU, and ``device_ops``: the operations that run on the device, each a kernel launch on a GPU."""
 from __future__ import annotations
 
 import contextlib
@@ -62,6 +62,7 @@ class _Dispatch(TorchDispatchMode):
         self.on: set[int] = set()          # storage pointers of the tensors on the simulated device
         self.context: list[bool] = []      # the device of the Python-level calls in progress
         self.ops = 0
+        self.device_ops = 0                # operations that run on the simulated device (launches, on a GPU)
         self.host_reads = 0                # values read back from the device to the host (.item(), bool(), .cpu()...)
 
     def holds(self, t: torch.Tensor) -> bool:
@@ -93,6 +94,7 @@ class _Dispatch(TorchDispatchMode):
                 raise DeviceMismatch(f"{func} mixes devices: {where}")
             on = self.holds(args[0]) if name == "copy_" else any(self.holds(t) for t in tensors)
         out = func(*args, **kwargs)
+        self.device_ops += bool(on)
         for t in _tensors(out):
             (self.on.add if on else self.on.discard)(_ptr(t))
         return out
@@ -124,7 +126,7 @@ class _Function(TorchFunctionMode):
             return out
         if _is_simulated(target) and target is SIMULATED and rest == ():      # .to(tensor on the device)
             return func(self_t, **{k: v for k, v in kwargs.items() if k != "device"}).to(SIMULATED)
-        return func(*args, **kwargs)
+        return func(self_t, *rest, **kwargs)              # (rest is empty where a tensor named the target)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})

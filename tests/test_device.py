@@ -12,7 +12,7 @@ import pytest
 import torch
 from simdevice import DeviceMismatch, simulated_device
 
-from ncbook import data, nets
+from ncbook import data, metrics, nets
 from ncbook.registry import EXPERIMENTS
 
 FAST = ["linear_head", "jacot_phases", "edge_of_stability", "trained_ntk", "tirer_layerwise"]
@@ -141,3 +141,33 @@ def test_host_reads_are_counted_even_inside_the_loops(monkeypatch):
     monkeypatch.setattr(DivergenceWatch, "see", see_and_read)
     for trainer in TRAINERS:
         assert _reads_per_step(trainer) == 1, trainer
+
+
+
+def _suite_on_device(N: int, d: int = 512, K: int = 10) -> tuple[dict[str, float], dict[str, float], int, int]:
+    """The metric suite (``metrics.nc_metrics``, NC3 included) on N samples on the CPU and on the simulated device,
+    with the device operations and host reads of the device run beyond those of its pass (``class_stats``)."""
+    g = torch.Generator().manual_seed(N)
+    y = torch.arange(N) % K
+    X = torch.randn(K, d, generator=g)[y] + 0.1 * torch.randn(N, d, generator=g)
+    W = torch.randn(K, d, generator=g)
+    here = metrics.nc_metrics(X, y, W, K)
+    with simulated_device() as sim:
+        Xd, yd, Wd = X.to("meta"), y.to("meta"), W.to("meta")
+        ops, reads = sim.device_ops, sim.host_reads
+        metrics.class_stats(Xd, yd, K, classifier=Wd)
+        ops, reads = 2 * sim.device_ops - ops, 2 * sim.host_reads - reads     # minus the pass's, once more
+        there = metrics.nc_metrics(Xd, yd, Wd, K)
+        return here, there, sim.device_ops - ops, sim.host_reads - reads
+
+
+def test_the_metric_suite_reads_its_statistics_back_once():
+    """Issue 49, point 2: on a GPU every operation is a launch and every number read back a wait. Beyond its pass
+    over the features (``class_stats``), the suite's metrics read only the K d statistics, brought to the host once:
+    5 copies and the classifier's (at N = 50,000, d = 512: 155 launches and 19 reads after the pass before, 7 and
+    6 now)."""
+    here, there, ops, reads = _suite_on_device(50_000)
+    assert here.keys() == there.keys()
+    for k in here:
+        assert there[k] == pytest.approx(here[k], rel=1e-5, abs=1e-9), k
+    assert ops <= 7 and reads <= 6, (ops, reads)
