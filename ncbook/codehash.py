@@ -130,8 +130,8 @@ def _joined_parts(values: list[ast.expr]) -> list[ast.expr]:
 
 
 def normal_form_of(source: str) -> str:
-    """The normal form of source code: its syntax tree without docstrings, positions, comments or the annotations of
-    functions."""
+    """The normal form of source code: its syntax tree without docstrings, positions, comments or the types of
+    annotations (:func:`_strip_annotations`)."""
     tree = syntax_tree(source)
     _strip_annotations(tree)
     return normal_text(tree)
