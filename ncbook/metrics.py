@@ -168,6 +168,11 @@ def mean_basis(means: torch.Tensor) -> torch.Tensor:
 CHUNK_ELEMENTS = 1 << 20
 """Features are processed in row blocks of about this many numbers, so no temporary is as large as the input."""
 
+DEVICE_CHUNK_ELEMENTS = 1 << 26
+"""On a device other than the CPU (a GPU), where every operation is a launch that costs as much as a small block's
+arithmetic, a pass over the features is one launch per this many numbers (256 MB of float32): the blocks of
+:data:`CHUNK_ELEMENTS` that set the precision of the class sums are summed all at once."""
+
 
 def _block_rows(d: int) -> int:
     return max(1, CHUNK_ELEMENTS // max(d, 1))
@@ -175,16 +180,35 @@ def _block_rows(d: int) -> int:
 
 def _class_sums(Z: torch.Tensor, y: torch.Tensor, K: int) -> torch.Tensor:
     """Per-class sums (K, d) in float64: each block of rows is summed per class in the input precision (a few
-    hundred terms at most, relative error ~1e-7 in float32), and the block sums are added up in float64."""
+    hundred terms at most, relative error ~1e-7 in float32), and the block sums are added up in float64 (on a device
+    other than the CPU, all blocks at once: :func:`_class_sums_at_once`)."""
     rows = _block_rows(Z.shape[1])
-    sums = torch.zeros(K, Z.shape[1], dtype=torch.float64, device=Z.device)
-    part = torch.empty(K, Z.shape[1], dtype=Z.dtype, device=Z.device)
-    for s in range(0, Z.shape[0], rows):
-        sums += part.zero_().index_add_(0, y[s:s + rows], Z[s:s + rows])
+    if Z.device.type != "cpu":
+        sums = _class_sums_at_once(Z, y, K, rows)
+    else:
+        sums = torch.zeros(K, Z.shape[1], dtype=torch.float64, device=Z.device)
+        part = torch.empty(K, Z.shape[1], dtype=Z.dtype, device=Z.device)
+        for s in range(0, Z.shape[0], rows):
+            sums += part.zero_().index_add_(0, y[s:s + rows], Z[s:s + rows])
     if not bool(torch.isfinite(sums).all()):
         bad = int((~torch.isfinite(Z)).any(dim=1).sum())
         raise ValueError(f"features contain NaN or inf in {bad} of {Z.shape[0]} rows; "
                          "check the network output (a diverged run?) before measuring collapse")
+    return sums
+
+
+def _class_sums_at_once(Z: torch.Tensor, y: torch.Tensor, K: int, rows: int) -> torch.Tensor:
+    """:func:`_class_sums`' blocks of ``rows`` rows, summed per class in the input precision in one launch per
+    :data:`DEVICE_CHUNK_ELEMENTS` (block b's class c is row b K + c of one table), then over blocks in float64."""
+    N, d = Z.shape
+    per_launch = max(rows, DEVICE_CHUNK_ELEMENTS // max(d, 1) // rows * rows)      # whole blocks per launch
+    block = torch.div(torch.arange(min(N, per_launch), device=Z.device), rows, rounding_mode="floor") * K
+    sums = torch.zeros(K, d, dtype=torch.float64, device=Z.device)
+    for s in range(0, N, per_launch):
+        n = min(per_launch, N - s)
+        B = -(-n // rows)
+        table = torch.zeros(B * K, d, dtype=Z.dtype, device=Z.device).index_add_(0, block[:n] + y[s:s + n], Z[s:s + n])
+        sums += table.view(B, K, d).to(torch.float64).sum(0)
     return sums
 
 
@@ -227,7 +251,7 @@ def shifted_moments(Z: torch.Tensor, y: torch.Tensor, a: torch.Tensor, R: torch.
     """The second pass of :func:`class_stats`. For ``c_i = z_i - a_{y_i}`` (a: the class means in the input
     precision): ``|c_i|^2`` (N,) and ``c_i^T R`` (N, r), each formed in the input precision from one row, and per
     class ``sum_i P_i P_i^T`` (K, q, q) for ``P_i = c_i^T R[:, :q]``, all in float64. On the CPU one fused kernel
-    reads every row once (``_shift_project``); on other devices, row blocks of torch operations."""
+    reads every row once (``_shift_project``); elsewhere a few torch operations (:func:`_shifted_moments_torch`)."""
     if Z.device.type == "cpu":
         return _shifted_moments_cpu(Z, y, a, R, q)
     return _shifted_moments_torch(Z, y, a, R, q)
@@ -252,8 +276,11 @@ def _shifted_moments_cpu(Z: torch.Tensor, y: torch.Tensor, a: torch.Tensor, R: t
 
 def _shifted_moments_torch(Z: torch.Tensor, y: torch.Tensor, a: torch.Tensor, R: torch.Tensor, q: int
                            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """:func:`shifted_moments` in row blocks of torch operations (shift, norm, one product), on any device."""
-    (N, d), f64, rows = Z.shape, torch.float64, _block_rows(Z.shape[1])
+    """:func:`shifted_moments` in torch operations (shift, norm, one product per row), on any device: one launch each
+    per :data:`DEVICE_CHUNK_ELEMENTS` numbers, and the class scatters as one batched float64 product of the
+    projections masked by class (no read back to the host)."""
+    (N, d), f64, K = Z.shape, torch.float64, a.shape[0]
+    rows = max(1, DEVICE_CHUNK_ELEMENTS // max(d, 1))
     Rw = R.to(Z.dtype)
     buf = torch.empty(min(rows, N), d, dtype=Z.dtype, device=Z.device)
     cc = torch.empty(N, dtype=Z.dtype, device=Z.device)
@@ -264,9 +291,13 @@ def _shifted_moments_torch(Z: torch.Tensor, y: torch.Tensor, a: torch.Tensor, R:
         torch.linalg.vector_norm(C, dim=1, out=cc[s:s + rows])
         torch.mm(C, Rw, out=G[s:s + rows])
     G = G.to(f64)
-    by_class = torch.split(torch.index_select(G[:, :q], 0, torch.argsort(y)),
-                           torch.bincount(y, minlength=a.shape[0]).tolist())
-    return cc.to(f64) ** 2, G, torch.stack([P.T @ P for P in by_class])
+    scatter = torch.zeros(K, q, q, dtype=f64, device=Z.device)
+    step = max(1, DEVICE_CHUNK_ELEMENTS // max(K * q, 1))
+    for s in range(0, N, step):                              # sum_i [y_i = c] P_i P_i^T, for every class c at once
+        P = G[s:s + step, :q]
+        mask = torch.zeros(len(P), K, dtype=f64, device=Z.device).scatter_(1, y[s:s + step, None], 1.0)
+        scatter += torch.bmm((mask.T[:, :, None] * P).transpose(1, 2), P.expand(K, -1, -1))
+    return cc.to(f64) ** 2, G, scatter
 
 
 def class_stats(features: ArrayLike, labels: ArrayLike, num_classes: int | None = None,

@@ -171,3 +171,23 @@ def test_the_metric_suite_reads_its_statistics_back_once():
     for k in here:
         assert there[k] == pytest.approx(here[k], rel=1e-5, abs=1e-9), k
     assert ops <= 7 and reads <= 6, (ops, reads)
+
+
+def _pass_on_device(N: int, d: int = 512, K: int = 10) -> tuple[int, int]:
+    """Device operations and host reads of ``class_stats`` (with a classifier) on N samples on the simulated device."""
+    g = torch.Generator().manual_seed(N)
+    y = torch.arange(N) % K
+    X, W = torch.randn(N, d, generator=g), torch.randn(K, d, generator=g)
+    with simulated_device() as sim:
+        Xd, yd, Wd = X.to("meta"), y.to("meta"), W.to("meta")
+        metrics.class_stats(Xd, yd, K, classifier=Wd)
+        return sim.device_ops, sim.host_reads
+
+
+def test_the_pass_of_the_metric_suite_launches_the_same_work_for_any_number_of_samples():
+    """Issue 49, point 2: on a device, one pass over the features is one launch per step whatever N is (up to
+    DEVICE_CHUNK_ELEMENTS numbers: N = 50,000, d = 512, the benchmark's size, in one), and the class scatters one
+    batched product with no read back: 505 launches and 10 reads at N = 50,000 before (175 at 5,000), 141 and 9 at
+    both now."""
+    small, big = _pass_on_device(5_000), _pass_on_device(50_000)
+    assert small == big, f"the pass's launches or reads grow with N: {small} at 5,000, {big} at 50,000"

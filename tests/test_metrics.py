@@ -465,3 +465,18 @@ def test_an_exact_etf_with_imbalance_100_reads_ideal_centred_at_the_class_means(
     balanced = np.repeat(np.arange(K), 50)                                    # where the two centrings agree
     Zb = M[balanced] + 1e-3 * rng.standard_normal((len(balanced), d))
     assert m.nc2_etf_distance(Zb, balanced) == pytest.approx(m.nc2_etf_distance(Zb, balanced, "class_means"))
+
+
+@pytest.mark.parametrize("device_chunk", [1 << 26, 3000])          # one launch; several, of whole blocks
+def test_class_sums_at_once_are_the_blocked_class_sums(monkeypatch, device_chunk):
+    """The device path of the class sums (every block summed per class in one launch) adds the same float32 terms
+    per block as the CPU loop, and the blocks in float64."""
+    monkeypatch.setattr(m, "DEVICE_CHUNK_ELEMENTS", device_chunk)
+    rng = np.random.default_rng(3)
+    y = torch.from_numpy(rng.integers(0, 7, 5003))
+    Z = torch.from_numpy(rng.normal(3.0, 1.0, size=(5003, 40)).astype(np.float32))
+    rows = 128
+    monkeypatch.setattr(m, "CHUNK_ELEMENTS", rows * 40)
+    cpu = m._class_sums(Z, y, 7)
+    once = m._class_sums_at_once(Z, y, 7, rows)
+    np.testing.assert_allclose(once.numpy(), cpu.numpy(), rtol=1e-14)      # float32 sums of other blocks: ~1e-7
