@@ -186,9 +186,8 @@ def load_dataset(name: str, root: str | Path, train: bool = True, download: bool
         mean, std = (MNIST_MEAN, MNIST_STD) if key == "mnist" else (FASHION_MNIST_MEAN, FASHION_MNIST_STD)
         X = (X / 255.0 - mean) / std
     elif key in ("cifar10", "cifar-10"):
-        folder = root / "cifar-10-batches-bin"  # type: ignore[assignment]
-        files = ([folder / f"data_batch_{i}.bin" for i in range(1, 6)]  # type: ignore[operator]
-                 if train else [folder / "test_batch.bin"])  # type: ignore[operator]
+        batches = Path(root) / "cifar-10-batches-bin"
+        files = [batches / f"data_batch_{i}.bin" for i in range(1, 6)] if train else [batches / "test_batch.bin"]
         if download and not all(f.exists() for f in files):
             from torchvision.datasets.utils import download_and_extract_archive
 

@@ -475,8 +475,8 @@ def run_trained_ntk(cfg: EdgeOfStability, device: str = "cpu", progress: bool = 
         out = gd_with_sharpness(model, X, y, lr, cfg.weight_decay, cfg.steps, cfg.steps, cfg.power_iters, progress,
                                 part_checkpoint(checkpoint, f"lr{lr:g}"))
         with torch.no_grad():
-            for layer, W in zip(model.layers, out["weights"]):
-                layer.weight.copy_(W)  # type: ignore[operator]
+            for weight, W in zip(model.weights, out["weights"]):
+                weight.copy_(W)
             s = torch.linalg.svdvals(model(X))
         W = out["weights"]
         rows.append({"ntk": ntk_op_norm(model, X), "sharpness": out["sharpness"][-1], "loss": out["loss"][-1],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import math
+from typing import cast
 
 import numpy as np
 import torch
@@ -90,9 +91,14 @@ class MLP(nn.Module):
         return self.forward_features(x)[-1]
 
     @property
+    def linears(self) -> list[nn.Linear]:
+        """The layers, typed (``self.layers`` holds nothing else)."""
+        return [cast(nn.Linear, layer) for layer in self.layers]
+
+    @property
     def weights(self) -> list[torch.Tensor]:
         """Weight matrices W_1, ..., W_L (W_l has shape d_l x d_{l-1})."""
-        return [layer.weight for layer in self.layers]  # type: ignore[misc]
+        return [layer.weight for layer in self.linears]
 
     @property
     def layer_names(self) -> list[str]:
@@ -140,13 +146,11 @@ class Ensemble:
             raise ValueError("all models of an Ensemble must have the same architecture")
         self.template = copy.deepcopy(models[0])
         self.num_nonlinear = models[0].num_nonlinear
-        stack = [torch.stack([m.layers[i].weight.detach()  # type: ignore[operator]
-                              for m in models]).clone().requires_grad_(True)
+        stack = [torch.stack([m.linears[i].weight.detach() for m in models]).clone().requires_grad_(True)
                  for i in range(len(models[0].layers))]
         self.weights = stack
-        self.biases = [None if models[0].layers[i].bias is None else
-                       torch.stack([m.layers[i].bias.detach()  # type: ignore[operator]
-                                    for m in models]).clone().requires_grad_(True)
+        self.biases = [None if models[0].linears[i].bias is None else
+                       torch.stack([m.linears[i].bias.detach() for m in models]).clone().requires_grad_(True)
                        for i in range(len(stack))]
 
     def __len__(self) -> int:
@@ -163,7 +167,7 @@ class Ensemble:
             if i == 0:    # shared input: one wide product (M d_1 x d_0 times d_0 x N), split by model
                 h = (W.reshape(-1, W.shape[2]) @ x.T).reshape(M, W.shape[1], x.shape[0])
             else:         # columns are samples, so every product is a contiguous batched matmul
-                h = torch.bmm(W, h)  # type: ignore[arg-type]
+                h = torch.bmm(W, cast(torch.Tensor, h))     # (h: set by layer 0)
             if b is not None:
                 h = h + b.unsqueeze(2)
             pre.append(h.transpose(1, 2) if i < self.num_nonlinear else None)
@@ -183,10 +187,10 @@ class Ensemble:
         """Model i as an ordinary MLP (a copy)."""
         m = copy.deepcopy(self.template)
         with torch.no_grad():
-            for layer, W, b in zip(m.layers, self.weights, self.biases):
-                layer.weight.copy_(W[i])  # type: ignore[operator]
+            for layer, W, b in zip(m.linears, self.weights, self.biases):
+                layer.weight.copy_(W[i])
                 if b is not None:
-                    layer.bias.copy_(b[i])  # type: ignore[operator]
+                    layer.bias.copy_(b[i])
         return m
 
 
@@ -269,8 +273,8 @@ class ResNet18(nn.Module):
 
 def backbone_stages(backbone: nn.Module, x: torch.Tensor) -> list[torch.Tensor]:
     """The measured outputs of a backbone: its ``forward_stages`` if it has them (ResNet18), else its output."""
-    return (backbone.forward_stages(x)  # type: ignore[operator]
-            if hasattr(backbone, "forward_stages") else [backbone(x)])
+    stages = getattr(backbone, "forward_stages", None)
+    return stages(x) if stages is not None else [backbone(x)]
 
 
 class BackboneHead(nn.Module):
@@ -294,12 +298,13 @@ class BackboneHead(nn.Module):
 
     def preactivations(self, x: torch.Tensor) -> list[torch.Tensor | None]:
         """The input of every head ReLU (None for the backbone and the linear layers), for the negativity metric."""
-        h, out = self.backbone(x), [None] * self.num_stages
+        h = self.backbone(x)
+        out: list[torch.Tensor | None] = [None] * self.num_stages
         for i, layer in enumerate(self.head.layers):
             z = layer(h)
             out.append(z if i < self.head.num_nonlinear else None)
             h = self.head.activation(z) if i < self.head.num_nonlinear else z
-        return out  # type: ignore[return-value]
+        return out
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(self.backbone(x))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal, cast
 
 import numpy as np
 import torch
@@ -43,9 +44,9 @@ def he_init(mlp: MLP) -> None:
     """Redraw every weight of ``mlp`` as N(0, 2/fan_in) in its ReLU layers and N(0, 1/fan_in) in its linear ones, so
     that a deep stack neither shrinks nor blows up the signal (He et al. 2015)."""
     with torch.no_grad():
-        for i, layer in enumerate(mlp.layers):
+        for i, W in enumerate(mlp.weights):
             gain = 2.0 if i < mlp.num_nonlinear else 1.0
-            layer.weight.normal_(0.0, math.sqrt(gain / layer.weight.shape[1]))  # type: ignore[index, operator]
+            W.normal_(0.0, math.sqrt(gain / W.shape[1]))
 
 
 def _mlp_ensemble(widths: list[int], num_nonlinear: int, seeds: tuple[int, ...], copies: int, device: str,
@@ -329,8 +330,8 @@ def run_layerwise(cfg: LayerwiseTraining, device: str = "cpu", progress: bool = 
             vals["nc1_trace_ratio"].append(h.layers["nc1_trace_ratio"][-1][0])
             vals["loss"].append(h.loss[-1])
             vals["train_error"].append(h.train_error[-1])
-        for k in rows:  # type: ignore[assignment]
-            rows[k].append(vals[k])  # type: ignore[index]
+        for name in rows:
+            rows[name].append(vals[name])
     return {"seeds": np.array(cfg.seeds), "hidden_layers": np.arange(1, cfg.num_layers + 1)} | {
         k: np.array(v, dtype=np.float64) for k, v in rows.items()}
 
@@ -383,7 +384,7 @@ class TirerSGD:
         ``weight_decay``)."""
         per_epoch = self.steps_per_epoch(num_samples)
         return TrainConfig(steps=self.epochs * per_epoch, lr=self.lr, weight_decay=weight_decay,
-                           weight_decay_last=weight_decay_last, loss=loss,  # type: ignore[arg-type]
+                           weight_decay_last=weight_decay_last, loss=cast(Literal["mse", "ce"], loss),
                            batch_size=self.batch_size,
                            momentum=self.momentum, lr_drops=self.lr_drops,
                            record_every=self.record_every_epochs * per_epoch)

@@ -6,6 +6,7 @@ Jacot et al.'s theorems (the convention is stated once, in :mod:`ncbook.train`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -59,6 +60,17 @@ _NOT_SAVED = ("device", "loss_tensor", "grads", "D", "params")
 """Entries of a GD loop's state that a checkpoint leaves out (recomputed at the first step after resuming)."""
 
 
+def _after(first: Callable[[], None], save: Callable[[int], None] | None) -> Callable[[int], None] | None:
+    """``save``, run after ``first`` (None where ``save`` is)."""
+    if save is None:
+        return None
+
+    def both(k: int) -> None:
+        first()
+        save(k)
+    return both
+
+
 def _saver(checkpoint: Path | None, state: dict):
     """The ``save`` of :func:`ncbook.train.run_steps` for a GD loop's ``state``: weights and records."""
     if checkpoint is None:
@@ -75,8 +87,8 @@ def gd_with_sharpness(model: MLP, X: torch.Tensor, labels: torch.Tensor, lr: flo
     Xd, Y, params = _gd_start(model, X, labels, lr, weight_decay)
     st = {"params": params, "device": Xd.device, "loss": [], "sharp_steps": [], "sharpness": []}
     start = _resume(checkpoint, st)
-    # pending: the losses not yet read back, on the device
-    watch, pending = DivergenceWatch(lambda k: lr), []  # type: ignore[var-annotated]
+    watch = DivergenceWatch(lambda k: lr)
+    pending: list[torch.Tensor] = []                        # the losses not yet read back, on the device
 
     def read_back() -> None:
         """Stop a diverged run, then move the pending losses to the record (one read)."""
@@ -106,7 +118,7 @@ def gd_with_sharpness(model: MLP, X: torch.Tensor, labels: torch.Tensor, lr: flo
 
     saver = _saver(checkpoint, st)
     run_steps(steps, update, measure, start=start,
-              save=None if saver is None else lambda k: (read_back(), saver(k)),  # type: ignore[func-returns-value]
+              save=_after(read_back, saver),
               save_every=save_every, progress=progress, desc=f"GD, lr {lr:g}")
     read_back()
     return {"loss": np.array(st["loss"]), "steps": np.array(st["sharp_steps"]),
@@ -158,7 +170,7 @@ def gd_phases(model: MLP, X: torch.Tensor, labels: torch.Tensor, lr: float, weig
 
     saver = _saver(checkpoint, st)
     run_steps(steps, update, measure, start=start,
-              save=None if saver is None else lambda k: (watch.check(), saver(k)),  # type: ignore[func-returns-value]
+              save=_after(watch.check, saver),
               save_every=save_every, progress=progress, desc=f"GD, lr {lr:g}, λ {weight_decay:g}")
     watch.check()
     out = {k: np.array(st[k], dtype=np.float64) for k in ("loss", "loss0", "grad0_sq", "balance")}

@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, cast
 
 import numpy as np
 import torch
@@ -320,11 +320,10 @@ class DivergenceWatch:
     :func:`check_divergence` would have at the step itself. A NaN or infinite loss fails (its ratio is not <= 1)."""
 
     def __init__(self, lr_at: Callable[[int], float]):
-        self.initial: torch.Tensor | None
-        self.first: torch.Tensor | None
-        self.times: torch.Tensor | None
-        self.lr_at, self.initial = lr_at, None
-        self.first = self.times = None          # the first failing step (-1: none) and its loss / initial loss
+        self.lr_at = lr_at
+        self.initial: torch.Tensor | None = None
+        self.first: torch.Tensor | None = None  # the first failing step (-1: none), set with times by start()
+        self.times: torch.Tensor | None = None  # its loss / initial loss
 
     def start(self, initial: torch.Tensor) -> None:
         """Set the reference: each model's loss at step 0 (a tensor on the device, one value per model)."""
@@ -334,20 +333,20 @@ class DivergenceWatch:
 
     def see(self, loss: torch.Tensor, step: int) -> None:
         """Compare this step's loss (one value per model) with the limit, on the device."""
-        if self.initial is None:
+        if self.initial is None or self.first is None or self.times is None:
             return
         times = (loss.detach().reshape(-1) / self.initial).amax()           # NaN if any loss is NaN
-        failed = (times <= DIVERGENCE_FACTOR).logical_not_() & (self.first < 0)  # type: ignore[operator]
-        self.first = torch.where(failed, step, self.first)  # type: ignore[arg-type]
-        self.times = torch.where(failed, times, self.times)  # type: ignore[arg-type]
+        failed = (times <= DIVERGENCE_FACTOR).logical_not_() & (self.first < 0)
+        self.first = torch.where(failed, step, self.first)
+        self.times = torch.where(failed, times, self.times)
         if step % CHECK_EVERY == CHECK_EVERY - 1:
             self.check()
 
     def check(self) -> None:
         """Read the watch (one read) and stop the run if a step since the start failed."""
-        if self.first is None:
+        if self.first is None or self.times is None:
             return
-        first, times = torch.stack([self.first.double(), self.times.double()]).tolist()  # type: ignore[union-attr]
+        first, times = torch.stack([self.first.double(), self.times.double()]).tolist()
         if first >= 0:
             raise divergence_error(int(first), times, self.lr_at(int(first)))
 
@@ -445,8 +444,8 @@ def train_ensemble(ens: Ensemble, x: torch.Tensor, labels: torch.Tensor, cfgs: l
             full = objective(feats[-1])
             check_divergence(full, step, cfg.lr_at(step), _initial(hists, full), ens.parameters())
             if watch.initial is None:
-                # (not None: a record exists)
-                watch.start(_initial(hists, full) if hists[0].loss else full)  # type: ignore[arg-type]
+                initial = _initial(hists, full)
+                watch.start(full if initial is None else initial)
             for m, hist in enumerate(hists):
                 _record(hist, feats[-1][m], full[m], step, labels, [f[m] for f in feats],
                         [W[m] for W in ens.weights], [None if p is None else p[m] for p in pre])
@@ -467,28 +466,42 @@ def train_ensemble(ens: Ensemble, x: torch.Tensor, labels: torch.Tensor, cfgs: l
             for W, lam, dW in zip(ens.weights, layer_decay, decay_grad):
                 torch.mul(W, lam, out=dW)
             # (every .grad is set: backward() ran just above)
-            torch._foreach_add_([W.grad for W in ens.weights], decay_grad)  # type: ignore[misc, arg-type]
-            momentum_step(params, [p.grad for p in params], velocity, cfg.lr_at(step),  # type: ignore[misc]
+            torch._foreach_add_(cast(list[torch.Tensor], [W.grad for W in ens.weights]), decay_grad)
+            momentum_step(params, cast(list[torch.Tensor], [p.grad for p in params]), velocity, cfg.lr_at(step),
                           cfg.momentum)
 
     def save(step: int) -> None:
+        assert checkpoint is not None                    # (save is passed to run_steps only then)
         watch.check()
-        save_checkpoint(checkpoint,  # type: ignore[arg-type]
-                        {"step": step, "parameters": [p.detach() for p in params], "velocity": velocity,
-                         "histories": [asdict(h) for h in hists]})
+        save_checkpoint(checkpoint, {"step": step, "parameters": [p.detach() for p in params], "velocity": velocity,
+                                     "histories": [asdict(h) for h in hists]})
 
     run_steps(cfg.steps, update, measure, cfg.records, start, None if checkpoint is None else save, checkpoint_every,
               progress, f"train lambda={cfg.weight_decay:g}" if M == 1 else f"train {M} models together")
     return hists
 
 
+class Measured(Protocol):
+    """What :func:`train_module` needs of a network besides ``nn.Module``'s methods (as
+    :class:`~ncbook.nets.BackboneHead` and :class:`~ncbook.nets.BlockMLP` have): the outputs of its measured layers,
+    their weights (None where a layer has none) and the classifier's parameters."""
+
+    @property
+    def weights(self) -> list[torch.Tensor | None]: ...
+
+    def forward_features(self, x: torch.Tensor) -> list[torch.Tensor]: ...
+
+    def last_layer_parameters(self) -> list[nn.Parameter]: ...
+
+
 def _features_in_batches(model: nn.Module, x: torch.Tensor, batch: int):
     """Every measured layer's features (and pre-activations, if the model has them) on all of ``x``, in eval mode."""
     feats, pres = [], []
+    preactivations = getattr(model, "preactivations", None)
     for i in range(0, len(x), batch):
-        feats.append(model.forward_features(x[i:i + batch]))  # type: ignore[operator]
-        if hasattr(model, "preactivations"):
-            pres.append(model.preactivations(x[i:i + batch]))  # type: ignore[operator]
+        feats.append(cast(Measured, model).forward_features(x[i:i + batch]))
+        if preactivations is not None:
+            pres.append(preactivations(x[i:i + batch]))
     cat = [torch.cat(parts) for parts in zip(*feats)]
     pre = [None if parts[0] is None else torch.cat(parts) for parts in zip(*pres)] if pres else None
     return cat, pre
@@ -502,22 +515,24 @@ def train_module(model: nn.Module, x: torch.Tensor, labels: torch.Tensor, cfg: T
     parameter that requires a gradient but the last layer's, ``cfg.weight_decay_last`` on those (PyTorch's coupled
     L2 weight decay, biases and batch norm included, as in Tirer et al. App. E). Metrics are recorded in eval mode on
     the whole of ``x``. Checkpoints and resuming as in :func:`train_ensemble`."""
-    last = {id(p) for p in model.last_layer_parameters()}  # type: ignore[operator]
+    net = cast(Measured, model)
+    last = {id(p) for p in net.last_layer_parameters()}
     params = [p for p in model.parameters() if p.requires_grad]
     wd_last = cfg.weight_decay if cfg.weight_decay_last is None else cfg.weight_decay_last
     groups: list[dict[str, Any]] = [{"params": [p for p in params if id(p) not in last],
                                      "weight_decay": cfg.weight_decay},
               {"params": [p for p in params if id(p) in last], "weight_decay": wd_last}]
     groups = [g for g in groups if g["params"]]
+    opt: torch.optim.Optimizer
     if cfg.optimizer == "adam":
         opt = torch.optim.Adam(groups, lr=cfg.lr)
     else:
-        opt = torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum)  # type: ignore[assignment]
+        opt = torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum)
     hist, start, N = History(), 0, len(labels)
     batches = ShuffledEpochs(N, cfg.batch_size, seed, x.device)
     watch = DivergenceWatch(cfg.lr_at)
-    # once: one_hot reads labels back
-    targets = one_hot_targets(labels, model.weights[-1].shape[0], x.dtype)  # type: ignore[index]
+    classifier = cast(torch.Tensor, net.weights[-1])
+    targets = one_hot_targets(labels, classifier.shape[0], x.dtype)    # once: one_hot reads labels back
     if (state := load_checkpoint(checkpoint)) is not None:
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
@@ -532,9 +547,9 @@ def train_module(model: nn.Module, x: torch.Tensor, labels: torch.Tensor, cfg: T
                                                                 for g in groups)
             check_divergence(full, step, cfg.lr_at(step), _initial([hist], full), params)
             if watch.initial is None:
-                # (not None: a record exists)
-                watch.start(_initial([hist], full) if hist.loss else full)  # type: ignore[arg-type]
-            _record(hist, feats[-1], full, step, labels, feats, model.weights, pre)  # type: ignore[arg-type]
+                initial = _initial([hist], full)
+                watch.start(full if initial is None else initial)
+            _record(hist, feats[-1], full, step, labels, feats, net.weights, pre)
 
     def update(step: int) -> None:
         model.train()
@@ -548,10 +563,10 @@ def train_module(model: nn.Module, x: torch.Tensor, labels: torch.Tensor, cfg: T
         opt.step()
 
     def save(step: int) -> None:
+        assert checkpoint is not None                    # (save is passed to run_steps only then)
         watch.check()
-        save_checkpoint(checkpoint,  # type: ignore[arg-type]
-                        {"step": step, "model": model.state_dict(), "optimizer": opt.state_dict(),
-                         "history": asdict(hist)})
+        save_checkpoint(checkpoint, {"step": step, "model": model.state_dict(), "optimizer": opt.state_dict(),
+                                     "history": asdict(hist)})
 
     run_steps(cfg.steps, update, measure, cfg.records, start, None if checkpoint is None else save, checkpoint_every,
               progress, f"train {type(model).__name__}")
