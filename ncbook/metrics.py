@@ -251,7 +251,7 @@ def shifted_moments(Z: torch.Tensor, y: torch.Tensor, a: torch.Tensor, R: torch.
     """The second pass of :func:`class_stats`. For ``c_i = z_i - a_{y_i}`` (a: the class means in the input
     precision): ``|c_i|^2`` (N,) and ``c_i^T R`` (N, r), each formed in the input precision from one row, and per
     class ``sum_i P_i P_i^T`` (K, q, q) for ``P_i = c_i^T R[:, :q]``, all in float64. On the CPU one fused kernel
-    reads every row once (``_shift_project``); elsewhere a few torch operations (:func:`_shifted_moments_torch`)."""
+    reads every row once (``_shift_project``); elsewhere a few torch operations (``_shifted_moments_torch``)."""
     if Z.device.type == "cpu":
         return _shifted_moments_cpu(Z, y, a, R, q)
     return _shifted_moments_torch(Z, y, a, R, q)
