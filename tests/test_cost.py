@@ -42,34 +42,45 @@ def making_rates(provenance: dict) -> dict:
     return {k: v * threads if k in ("float32", "float64") else v for k, v in cost.REFERENCE_CPU.items()}
 
 
-def reference_ratios() -> dict[str, float]:
+def convolutional(cfg) -> bool:
+    """Whether a configuration trains a ResNet (convolutions and batch norm, far below the matmul rate)."""
+    return hasattr(cfg, "resnet_depth") or getattr(cfg, "arch", None) == "resnet18"
+
+
+def reference_ratios() -> dict[str, tuple[float, bool]]:
     """Each shipped result's recorded wall time over its estimate at the rates of the machine that made it
-    (:func:`making_rates`: fixed numbers, so nothing here depends on the machine running the test or its load)."""
+    (:func:`making_rates`: fixed numbers, so nothing here depends on the machine running the test or its load), and
+    whether it trains a ResNet."""
     out = {}
     for path in sorted(cache.RESULTS_DIR.glob("*/*.json")):
         m = json.loads(path.read_text())
-        c = cost.estimate(EXPERIMENTS[m["experiment"]].config(m["base_scale"], **m["overrides"]))
-        out[f"{m['experiment']}/{path.stem}"] = m["provenance"]["wall_time_s"] / cost.reference_seconds(
-            c, making_rates(m["provenance"]))
+        cfg = EXPERIMENTS[m["experiment"]].config(m["base_scale"], **m["overrides"])
+        out[f"{m['experiment']}/{path.stem}"] = (m["provenance"]["wall_time_s"] / cost.reference_seconds(
+            cost.estimate(cfg), making_rates(m["provenance"])), convolutional(cfg))
     return out
 
 
-BAND = (1, 25)
-"""A run's recorded wall time over its estimate at the making machine's rates: 1.8-4 for the MLPs, 16-22 for the
-ResNets (convolutions and batch norm run far below the matmul rate), on the results shipped on 2026-12-04."""
+BANDS = {False: (0.5, 6.0), True: (0.5, 20.0)}
+"""A run's recorded wall time over its estimate at the making machine's rates, for networks without and with
+convolutions. On the results shipped on 2026-12-05: 1.1-3.7 for the MLPs and the linear heads, 7-12 for the
+ResNets (convolutions and batch norm run far below the matmul rate, and the estimate counts only FLOPs and layer
+steps); the lower end leaves room for a machine twice as fast as cost.REFERENCE_CPU."""
 
 
-def test_estimates_at_the_making_machines_rates_are_within_1x_to_25x_of_recorded_wall_times():
-    """A run takes 2-25x the estimate (small layers and elementwise work are not counted); a count off by an order
-    of magnitude either way leaves the band for most results. Timing against this machine's live rates is a
-    benchmark (benchmarks/bench_cost.py), not a test."""
+def outside_bands(ratios: dict[str, tuple[float, bool]]) -> dict[str, float]:
+    return {k: round(r, 2) for k, (r, conv) in ratios.items() if not BANDS[conv][0] <= r <= BANDS[conv][1]}
+
+
+def test_estimates_at_the_making_machines_rates_are_within_their_band_of_recorded_wall_times():
+    """A run takes 0.5-6x the estimate (0.5-20x for a ResNet; small layers and elementwise work are not counted);
+    a count off by an order of magnitude either way leaves the band for most results. Timing against this machine's
+    live rates is a benchmark (benchmarks/bench_cost.py), not a test."""
     ratios = reference_ratios()
-    assert len(ratios) >= 17
-    outside = {k: round(r, 2) for k, r in ratios.items() if not BAND[0] <= r <= BAND[1]}
-    assert not outside, outside
+    assert len(ratios) >= 17 and any(conv for _, conv in ratios.values())
+    assert not outside_bands(ratios)
 
 
-def test_the_band_catches_a_count_off_by_ten(monkeypatch):
+def test_the_bands_catch_a_count_off_by_ten(monkeypatch):
     """The check above fails for most results when every count (FLOPs and layer steps) is ten times too large or
     too small."""
     real = cost.estimate
@@ -77,7 +88,7 @@ def test_the_band_catches_a_count_off_by_ten(monkeypatch):
         monkeypatch.setattr(cost, "estimate", lambda cfg, f=factor: (lambda c: cost.Cost(
             c.flops * f, c.layer_steps * f, c.dtype))(real(cfg)))
         ratios = reference_ratios()
-        assert sum(not BAND[0] <= r <= BAND[1] for r in ratios.values()) > len(ratios) / 2, factor
+        assert len(outside_bands(ratios)) > 3 * len(ratios) / 4, factor
         monkeypatch.setattr(cost, "estimate", real)
 
 
