@@ -10,11 +10,11 @@ each recording at its start and end, and the longer again with one more record i
 of the first two wall times over the difference of the lengths (so setup, data loading and compilation cancel), a
 record's cost the difference of the last two, and the prediction is the short run's time plus the rest of the length at
 that rate plus the full run's other records at that cost (records of Hessian eigenvalues or of every layer's metrics can
-be most of a run). Side by side in the same run: the Jacot-size training step (``bench_training.py``'s case) against the
-dense float32 matmul rate, and the full metric suite on N = 50,000, d = 512, K = 10 against one float32 Gram X^T X
-(``bench_metrics.py``'s), both measured first. ``--json`` is rewritten after each figure, so a session cut short keeps
-what it measured. The targets of issue 49: every experiment <= 10 minutes, all <= 60, the step >= 40% of the matmul
-rate, the metrics <= 2 Grams.
+be most of a run). Side by side in the same run: the Jacot-size training step (``bench_training.py``'s case), eager and
+captured (compiled whole; on CUDA a CUDA graph), in float32 and float64, against the dense matmul rate of its dtype, and
+the full metric suite on N = 50,000, d = 512, K = 10 against one float32 Gram X^T X (``bench_metrics.py``'s), both
+measured first. ``--json`` is rewritten after each figure, so a session cut short keeps what it measured. The targets of
+issue 49: every experiment <= 10 minutes, all <= 60, the step >= 40% of the matmul rate, the metrics <= 2 Grams.
 """
 
 from __future__ import annotations
@@ -107,34 +107,65 @@ def _load(name: str):
     return module
 
 
-def step_against_matmul(device: str, steps: int = 20) -> dict:
-    """ncbook's training step (``train.train``: full batch, momentum, weight decay, the divergence check) of the
-    Jacot-size network (9 layers of 256 on N = 5,000) in FLOP/s over the dense float32 matmul rate: the difference
-    of ``steps`` and ``2 steps`` steps, each with one record at the end."""
-    from ncbook.nets import MLP
-    from ncbook.train import TrainConfig, train
+def seconds_per_step(widths: list[int], x: torch.Tensor, y: torch.Tensor, steps: int, capture: bool,
+                     warmup: int = 10) -> float:
+    """Seconds per step of ``train_ensemble`` training one fresh MLP (seed 0, x's dtype and device), timed inside the
+    run over ``steps`` steps after ``warmup`` (compilation, and on CUDA the graph's recording, happen in those): the
+    loop's ``update`` is wrapped to wait for the device and read the clock at the two ends of the window only."""
+    import ncbook.train as train
+    from ncbook.nets import MLP, Ensemble
 
+    marks: list[float] = []
+    loop = train.run_steps
+
+    def timed_loop(total, update, *args, **kwargs):
+        def timed_update(step: int) -> None:
+            if step in (warmup, warmup + steps):
+                sync(str(x.device))
+                marks.append(time.perf_counter())
+            update(step)
+        return loop(total, timed_update, *args, **kwargs)
+
+    torch.manual_seed(0)
+    ens = Ensemble([MLP(widths, 5).to(device=x.device, dtype=x.dtype)])
+    cfg = train.TrainConfig(steps=warmup + steps + 1, lr=1e-3, weight_decay=1e-3, momentum=0.9,
+                            record_every=warmup + steps + 1)
+    train.run_steps = timed_loop
+    try:
+        train.train_ensemble(ens, x, y, [cfg], progress=False, capture=capture)
+    finally:
+        train.run_steps = loop
+    return (marks[1] - marks[0]) / steps
+
+
+def step_against_matmul(device: str, steps: int = 20) -> dict:
+    """ncbook's training step (``train.train_ensemble`` of one model: full batch, momentum, weight decay, the
+    divergence check) of the Jacot-size network (9 layers of 256 on N = 5,000) in FLOP/s over the dense matmul rate
+    of its dtype, in float32 and float64, eager and captured (``capture=True``: compiled whole, on CUDA replayed as
+    a CUDA graph), side by side, each over ``steps`` steps after a warm-up (:func:`seconds_per_step`). A capture
+    that fails is reported in one line, and the eager figure stands. Float64 beside float32 says what the float64
+    experiments pay for their precision on this device."""
     bench = _load("bench_training")
     widths, n = [784] + [256] * 8 + [10], 5000
-    x = torch.randn(n, widths[0], device=device, generator=torch.Generator(device=device).manual_seed(0))
-    y = torch.arange(n, device=device) % 10
+    out: dict = {}
+    for dtype in (torch.float32, torch.float64):
+        x = torch.randn(n, widths[0], device=device, dtype=dtype,
+                        generator=torch.Generator(device=device).manual_seed(0))
+        y = torch.arange(n, device=device) % 10
 
-    def run(k: int) -> float:
-        torch.manual_seed(0)
-        model = MLP(widths, 5).to(device)
-        cfg = TrainConfig(steps=k, lr=1e-3, weight_decay=1e-3, momentum=0.9, record_every=k)
-        sync(device)
-        t0 = time.perf_counter()
-        train(model, x, y, cfg, progress=False)
-        sync(device)
-        return time.perf_counter() - t0
-
-    run(2)                                                 # warm-up
-    step_s = max(run(2 * steps) - run(steps), 1e-9) / steps
-    rate = bench.matmul_flops(device)
-    flops = bench.step_flops(widths, n) / step_s
-    return {"step_ms": round(step_s * 1e3, 3), "step_flops_per_s": flops, "matmul_flops_per_s": rate,
-            "fraction_of_matmul": round(flops / rate, 3)}
+        rate = bench.matmul_flops(device, dtype=dtype)
+        figures: dict = {"matmul_flops_per_s": rate}
+        for name, capture in (("eager", False), ("captured", True)):
+            try:
+                step_s = seconds_per_step(widths, x, y, steps, capture)
+            except Exception as e:  # noqa: BLE001 -- a capture that fails on this machine is a figure, not a crash
+                figures[name] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"}
+                continue
+            flops = bench.step_flops(widths, n) / step_s
+            figures[name] = {"step_ms": round(step_s * 1e3, 3), "step_flops_per_s": flops,
+                             "fraction_of_matmul": round(flops / rate, 3)}
+        out[str(dtype).removeprefix("torch.")] = figures
+    return out
 
 
 def metrics_against_gram(device: str, n: int = 50_000, d: int = 512, k: int = 10) -> dict:
@@ -182,8 +213,12 @@ def main() -> None:
             args.json.write_text(json.dumps(out, indent=1))
 
     step = step_against_matmul(args.device)
-    print(f"Jacot-size step: {step['step_ms']} ms, {step['fraction_of_matmul']:.0%} of the float32 matmul rate "
-          f"({step['matmul_flops_per_s'] / 1e12:.1f} TFLOP/s; target >= 40%)", flush=True)
+    for dtype, figures in step.items():
+        for name in ("eager", "captured"):
+            fig = figures[name]
+            print(f"Jacot-size step, {dtype}, {name}: " + (fig["error"] if "error" in fig else
+                  f"{fig['step_ms']} ms, {fig['fraction_of_matmul']:.0%} of the {dtype} matmul rate "
+                  f"({figures['matmul_flops_per_s'] / 1e12:.2f} TFLOP/s; target >= 40%)"), flush=True)
     suite = metrics_against_gram(args.device)
     print(f"metric suite, N = 50,000, d = 512: {suite['suite_ms']} ms = {suite['suite_over_gram']} Grams "
           f"(one Gram {suite['gram_ms']} ms; target <= 2)", flush=True)

@@ -41,9 +41,9 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def matmul_flops(device: str, n: int = 2048, repeats: int = 20) -> float:
-    """Best dense float32 matmul rate (FLOP/s) on an n x n product."""
-    a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
+def matmul_flops(device: str, n: int = 2048, repeats: int = 20, dtype: torch.dtype = torch.float32) -> float:
+    """Best dense matmul rate (FLOP/s) on an n x n product (float32 unless ``dtype`` says otherwise)."""
+    a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
     a @ b
     best = float("inf")
     for _ in range(repeats):

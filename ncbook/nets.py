@@ -159,11 +159,18 @@ class Ensemble:
     def parameters(self) -> list[torch.Tensor]:
         return self.weights + [b for b in self.biases if b is not None]
 
-    def forward_features(self, x: torch.Tensor, preactivations: bool = False):
+    def forward_features(self, x: torch.Tensor, preactivations: bool = False,
+                         params: list[torch.Tensor] | None = None):
         """Every layer's output for every model: a list of (M, N, d_l) tensors (views of (M, d_l, N) ones); with
-        ``preactivations`` also the input of every non-linearity (None for the linear layers)."""
+        ``preactivations`` also the input of every non-linearity (None for the linear layers). With ``params`` (as
+        :meth:`parameters` orders them) the models are evaluated at those weights instead of their own, so that
+        ``torch.func.grad`` can differentiate through them."""
+        weights, biases = self.weights, self.biases
+        if params is not None:
+            weights, rest = params[:len(weights)], iter(params[len(weights):])
+            biases = [None if b is None else next(rest) for b in biases]
         M, out, pre, h = len(self), [], [], None
-        for i, (W, b) in enumerate(zip(self.weights, self.biases)):
+        for i, (W, b) in enumerate(zip(weights, biases)):
             if i == 0:    # shared input: one wide product (M d_1 x d_0 times d_0 x N), split by model
                 h = (W.reshape(-1, W.shape[2]) @ x.T).reshape(M, W.shape[1], x.shape[0])
             else:         # columns are samples, so every product is a contiguous batched matmul

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import os
+import types
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -371,6 +372,32 @@ def momentum_step(params: list[torch.Tensor], grads: list[torch.Tensor], velocit
     torch._foreach_add_(params, velocity, alpha=-lr)
 
 
+CAPTURE_ENV = "NCBOOK_CAPTURE"
+"""Set to 1 to compile the training step of :func:`train_ensemble` (issue 49); off by default until the compiled
+step has been measured on a GPU (``benchmarks/bench_gpu.py`` times it beside the eager one)."""
+
+
+def capture_requested() -> bool:
+    """Whether the environment asks for compiled training steps (:data:`CAPTURE_ENV` = 1)."""
+    return os.environ.get(CAPTURE_ENV, "").lower() in ("1", "true", "yes")
+
+
+def compiled_step(step: Callable, static: list[torch.Tensor]) -> Callable:
+    """``step`` compiled whole (``fullgraph=True``: a graph break is an error, not a silent slow path); on CUDA in
+    mode "reduce-overhead", which replays it as a CUDA graph, the tensors ``static`` (weights, buffers, data) marked
+    as staying at one address so that the graph updates them in place instead of copying them."""
+    cuda = static[0].device.type == "cuda"
+    if cuda:
+        for t in static:
+            torch._dynamo.mark_static_address(t)
+    # torch.compile keeps its graphs per code object: a copy of the code gives this training a cache of its own, so
+    # the trainings of one process do not add up to its recompile limit (each compiles once per learning rate and
+    # batch shape)
+    own = types.FunctionType(step.__code__.replace(), step.__globals__, step.__name__, step.__defaults__,
+                             step.__closure__)
+    return torch.compile(own, fullgraph=True, dynamic=False, mode="reduce-overhead" if cuda else None)
+
+
 def train(model: MLP, x: torch.Tensor, labels: torch.Tensor, cfg: TrainConfig, seed: int = 0,
           checkpoint: Path | None = None, checkpoint_every: int = 500, progress: bool = True) -> History:
     """Train ``model`` in place according to ``cfg`` and return the recorded metric history
@@ -386,7 +413,7 @@ def train(model: MLP, x: torch.Tensor, labels: torch.Tensor, cfg: TrainConfig, s
 
 def train_ensemble(ens: Ensemble, x: torch.Tensor, labels: torch.Tensor, cfgs: list[TrainConfig], seed: int = 0,
                    checkpoint: Path | None = None, checkpoint_every: int = 500,
-                   progress: bool = True) -> list[History]:
+                   progress: bool = True, capture: bool | None = None) -> list[History]:
     """Train the M models of ``ens`` together, model m under ``cfgs[m]`` (the configurations may differ only in
     their weight decays): equivalent, to float rounding, to M separate runs, in one vectorised step each. The step
     differentiates the data loss alone and adds the penalty's gradient lambda_ml W_ml itself: the same floats
@@ -397,7 +424,12 @@ def train_ensemble(ens: Ensemble, x: torch.Tensor, labels: torch.Tensor, cfgs: l
     With ``checkpoint`` set, the weights, momentum buffers and histories are saved atomically every
     ``checkpoint_every`` steps (tensors and numbers only, loaded with ``weights_only=True``); started again with the
     same checkpoint path, a killed run resumes and ends with exactly the result of an uninterrupted run.
+
+    The step is one function of tensors (gradients by ``torch.func.grad``, no read back), which ``torch.compile``
+    takes whole: with ``capture`` (default: :func:`capture_requested`) it is compiled, on CUDA with CUDA graphs
+    (:func:`compiled_step`), and gives the eager step's weights to float rounding (a test checks it on the CPU).
     """
+    capture = capture_requested() if capture is None else capture
     if len(cfgs) != len(ens):
         raise ValueError(f"need one TrainConfig per model: {len(cfgs)} configs for {len(ens)} models")
     if any(c.optimizer != "sgd" for c in cfgs):
@@ -450,25 +482,34 @@ def train_ensemble(ens: Ensemble, x: torch.Tensor, labels: torch.Tensor, cfgs: l
                 _record(hist, feats[-1][m], full[m], step, labels, [f[m] for f in feats],
                         [W[m] for W in ens.weights], [None if p is None else p[m] for p in pre])
 
-    def update(step: int) -> None:
-        if cfg.batch_size is None or cfg.batch_size >= N:
-            xb, yb, tb = x, labels, targets
-        else:
-            idx = batches.batch(step)
-            xb, yb, tb = x.index_select(0, idx), labels[idx], targets.index_select(0, idx)
-        losses = fit(ens(xb), yb, tb)
-        watch.see(losses, step)
-        loss = losses.sum()      # the models share no parameter: each gets its own gradient
-        for p in params:
-            p.grad = None
-        loss.backward()
+    def total(ps: list[torch.Tensor], xb: torch.Tensor, yb: torch.Tensor, tb: torch.Tensor):
+        """The summed data loss at weights ``ps`` (the models share no parameter: each gets its own gradient), and
+        the per-model losses beside it."""
+        losses = fit(ens.forward_features(xb, params=ps)[-1], yb, tb)
+        return losses.sum(), losses
+
+    def sgd_step(idx: torch.Tensor | None, lr: float) -> torch.Tensor:
+        """One update of every model on the samples ``idx`` (None: all), in place; the per-model batch losses. Only
+        tensor operations, no read back: one graph for ``torch.compile`` (:func:`compiled_step`)."""
+        xb, yb, tb = (x, labels, targets) if idx is None else (x.index_select(0, idx), labels.index_select(0, idx),
+                                                               targets.index_select(0, idx))
+        grads, losses = torch.func.grad(total, has_aux=True)(params, xb, yb, tb)
         with torch.no_grad():   # the penalty's gradient lambda_ml W_ml, the very term autograd would have added
             for W, lam, dW in zip(ens.weights, layer_decay, decay_grad):
                 torch.mul(W, lam, out=dW)
-            # (every .grad is set: backward() ran just above)
-            torch._foreach_add_(cast(list[torch.Tensor], [W.grad for W in ens.weights]), decay_grad)
-            momentum_step(params, cast(list[torch.Tensor], [p.grad for p in params]), velocity, cfg.lr_at(step),
-                          cfg.momentum)
+            torch._foreach_add_(grads[:L], decay_grad)
+            momentum_step(params, grads, velocity, lr, cfg.momentum)
+        return losses
+
+    run_step = compiled_step(sgd_step, params + velocity + decay_grad + [x, labels, targets]) if capture else sgd_step
+    full_batch = cfg.batch_size is None or cfg.batch_size >= N
+    static_idx = None if full_batch else torch.empty(batches.batch_size, dtype=torch.long, device=x.device)
+
+    def update(step: int) -> None:
+        idx = None if full_batch else batches.batch(step)
+        if capture and idx is not None and static_idx is not None and len(idx) == len(static_idx):
+            idx = static_idx.copy_(idx)          # one address for every full batch: a graph replays it
+        watch.see(run_step(idx, cfg.lr_at(step)), step)
 
     def save(step: int) -> None:
         assert checkpoint is not None                    # (save is passed to run_steps only then)

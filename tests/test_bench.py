@@ -32,3 +32,18 @@ def test_the_ceiling_times_exactly_the_products_of_a_step(widths):
     flops = [{2 * B * p * q * r for B, p, q, r in ways} for ways in products]
     assert all(len(f) == 1 for f in flops), "every decomposition of a product must do the same arithmetic"
     assert sum(f.pop() for f in flops) == M * bench.step_flops(widths, n)
+
+
+@pytest.mark.slow
+def test_bench_gpu_times_the_step_eager_and_captured_and_puts_the_loop_back():
+    import ncbook.train
+
+    path = Path(__file__).parents[1] / "benchmarks" / "bench_gpu.py"
+    spec = importlib.util.spec_from_file_location("bench_gpu", path)
+    bench_gpu = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_gpu)
+    loop = ncbook.train.run_steps
+    x, y = torch.randn(30, 12), torch.arange(30) % 3
+    for capture in (False, True):
+        assert 0 < bench_gpu.seconds_per_step([12, 8, 8, 8, 8, 8, 3], x, y, 3, capture, warmup=2) < 10
+    assert ncbook.train.run_steps is loop
