@@ -126,7 +126,7 @@ def _head(c: HeadDepth | HeadBounds) -> Cost:
     n = num_samples(c.dataset, c.per_class)
     return sum((_training((input_dim(c.dataset), *c.relu_widths, *(c.head_width,) * (d - 1), 10),
                           len(c.weight_decays), c.steps, n, c.steps // c.record_every, n) for d in c.depths),
-               Cost(0.0)).as_dtype("float64")
+               Cost(0.0)).as_dtype(c.dtype)
 
 
 def _gd(c: GDPhases | EdgeOfStability) -> Cost:

@@ -20,6 +20,12 @@ from .stability import gd_phases, gd_with_sharpness
 from .train import History, TrainConfig, part_checkpoint, train, train_ensemble
 
 
+def check_dtype(dtype: str) -> None:
+    """Refuse a training precision other than float32 and float64, in one line."""
+    if dtype not in ("float32", "float64"):
+        raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
+
+
 class OneSeed:
     """A configuration whose runs all use one ``seed`` (the runner records ``seeds`` in the provenance)."""
 
@@ -186,8 +192,7 @@ class MLPCollapse:
             raise ValueError(f"dataset must be 'digits', 'mnist5k' or 'mnist', got {self.dataset!r}")
         if not self.seeds or not self.weight_decays:
             raise ValueError("need at least one seed and one weight decay")
-        if self.dtype not in ("float32", "float64"):
-            raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
+        check_dtype(self.dtype)
         TrainConfig(steps=self.steps, lr=self.lr, weight_decay=min(self.weight_decays),
                     batch_size=self.batch_size, momentum=self.momentum, lr_drops=self.lr_drops,
                     record_every=self.record_every)     # validates the training settings
@@ -240,7 +245,8 @@ def _or_nan_gram(Z: torch.Tensor, y: torch.Tensor) -> np.ndarray:
 class HeadDepth(OneSeed):
     """Chapter 1's λ x depth figure: chapter 1's demonstration MLP (ReLU layers ``relu_widths``) with a linear head
     of ``L2`` layers of width ``head_width`` (the last one to the 10 classes), for every ``L2`` in ``depths`` and
-    every weight decay, full-batch GD in float64; one ensemble (all weight decays) per depth."""
+    every weight decay, full-batch GD in ``dtype`` (float64 at the cpu scale, float32 at the gpu scale: no check
+    reads a value float32 cannot resolve); one ensemble (all weight decays) per depth."""
 
     depths: tuple[int, ...] = (1, 2, 3, 4)
     weight_decays: tuple[float, ...] = (0.0, 1e-3, 3e-3, 1e-2)
@@ -252,10 +258,12 @@ class HeadDepth(OneSeed):
     lr: float = 0.2
     record_every: int = 50
     seed: int = 0
+    dtype: str = "float64"
     data_root: str = "~/data"           # full MNIST (dataset="mnist") is read from here ...
     download: bool = False              # ... and downloaded there only if this is set
 
     def __post_init__(self):
+        check_dtype(self.dtype)
         if not self.depths or min(self.depths) < 1:
             raise ValueError(f"depths (number of linear layers) must all be >= 1, got {self.depths}")
 
@@ -265,7 +273,7 @@ class HeadDepth(OneSeed):
         return MLPCollapse(dataset=self.dataset, per_class=self.per_class, widths=widths,
                            num_nonlinear=len(self.relu_widths), weight_decays=self.weight_decays, seeds=(self.seed,),
                            steps=self.steps, lr=self.lr, momentum=0.0, lr_drops=(), record_every=self.record_every,
-                           dtype="float64", data_root=self.data_root, download=self.download)
+                           dtype=self.dtype, data_root=self.data_root, download=self.download)
 
 
 def run_head_depth(cfg: HeadDepth, device: str = "cpu", progress: bool = True,
@@ -298,8 +306,9 @@ BOUND_FIELDS = ("eps1", "eps2", "r", "psi", "kappa_linear", "kappa_WL", "nc1", "
 @dataclass(frozen=True)
 class HeadBounds(OneSeed):
     """Part III's trained networks: ReLU layers ``relu_widths`` and a linear head of L2 layers (every L2 in
-    ``depths``), trained for every weight decay by full-batch GD on the square loss in float64 (lr dropped ten-fold
-    at 80%), then measured against Theorem 3.1 (Jacot et al.)."""
+    ``depths``), trained for every weight decay by full-batch GD on the square loss in ``dtype`` (lr dropped
+    ten-fold at 80%; float64 at the cpu scale, float32 at the gpu scale), then measured against Theorem 3.1 (Jacot et
+    al.) in float64 whatever the training's dtype (:mod:`ncbook.bounds` evaluates the trained weights in float64)."""
 
     depths: tuple[int, ...] = (2, 3, 4, 5)
     weight_decays: tuple[float, ...] = (1e-3, 3e-3, 1e-2)
@@ -312,10 +321,12 @@ class HeadBounds(OneSeed):
     lr_drops: tuple[float, ...] = (0.8,)
     record_every: int = 100
     seed: int = 0
+    dtype: str = "float64"
     data_root: str = "~/data"           # full MNIST (dataset="mnist") is read from here ...
     download: bool = False              # ... and downloaded there only if this is set
 
     def __post_init__(self):
+        check_dtype(self.dtype)
         if not self.depths or min(self.depths) < 2:
             raise ValueError(f"Theorem 3.1 needs linear heads of at least 2 layers, got depths {self.depths}")
 
@@ -325,14 +336,15 @@ def run_head_bounds(cfg: HeadBounds, device: str = "cpu", progress: bool = True,
     """Train every (depth, weight decay) network and evaluate Theorem 3.1 on it: arrays [depth, weight decay] for
     each of :data:`BOUND_FIELDS`, plus the training loss and error [depth, weight decay, record]."""
 
-    X, y = load_data(cfg.dataset, cfg.per_class, 0, device, torch.float64, cfg.data_root, cfg.download)
+    dtype = getattr(torch, cfg.dtype)
+    X, y = load_data(cfg.dataset, cfg.per_class, 0, device, dtype, cfg.data_root, cfg.download)
     out: dict[str, list] = {name: [] for name in (*BOUND_FIELDS, "loss", "train_error")}
     for depth in cfg.depths:
         widths = [X.shape[1], *cfg.relu_widths, *(cfg.head_width,) * (depth - 1), 10]
         models = []
         for _ in cfg.weight_decays:
             torch.manual_seed(cfg.seed)
-            models.append(MLP(widths, len(cfg.relu_widths)).to(device=device, dtype=torch.float64))
+            models.append(MLP(widths, len(cfg.relu_widths)).to(device=device, dtype=dtype))
         ens = Ensemble(models)
         cfgs = [TrainConfig(steps=cfg.steps, lr=cfg.lr, weight_decay=wd, lr_drops=cfg.lr_drops,
                             record_every=cfg.record_every) for wd in cfg.weight_decays]
