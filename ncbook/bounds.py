@@ -356,9 +356,10 @@ def prop_5_3_kappa_bounds(ntk_op: float, r: float, s_K_Z_L: float, K: int, M: in
 
 def top_hessian_eigenvalue(loss_fn, params: list[torch.Tensor], iters: int = 100, seed: int = 0) -> float:
     """Largest eigenvalue of the Hessian of ``loss_fn(params)`` by power iteration on Hessian-vector products
-    (double backward); for the edge-of-stability comparison with 2/eta (Sec. 5.2)."""
+    (double backward); for the edge-of-stability comparison with 2/eta (Sec. 5.2). The start is drawn in float64
+    whatever the parameters' precision, so that float32 and float64 start from the same vector."""
     g = torch.Generator().manual_seed(seed)
-    v = [torch.randn(p.shape, generator=g, dtype=p.dtype).to(p.device) for p in params]
+    v = [torch.randn(p.shape, generator=g, dtype=torch.float64).to(device=p.device, dtype=p.dtype) for p in params]
     lam = 0.0
     for _ in range(iters):
         norm = torch.sqrt(sum((x * x).sum() for x in v))  # type: ignore[arg-type]

@@ -380,7 +380,9 @@ def _small_digits(cfg, device: str) -> tuple[torch.Tensor, torch.Tensor]:
 class GDPhases(OneSeed):
     """Chapter 6: GD on C_lambda (summed square loss, Jacot et al. Sec. 4) for a network of Assumptions 4.1-4.2 (a
     first layer at least as wide as the data set, pyramidal after, the smoothed leaky ReLU of eq. (7)), for every
-    (learning rate, weight decay)."""
+    (learning rate, weight decay). In float64 at every scale: chapter 6 checks the one-step recursion of Thm 4.4 to
+    a relative residual below 1e-12, and fits the decay of the balancedness D, a difference of two products of size
+    ||W||^2, over orders of magnitude that float32 (resolution about 1e-7 of them) would cut short."""
 
     widths: tuple[int, ...] = (64, 128, 64, 32, 32, 10)
     num_nonlinear: int = 2
@@ -451,6 +453,10 @@ class EdgeOfStability(OneSeed):
     every: int = 100
     power_iters: int = 30
     seed: int = 0
+    dtype: str = "float64"              # GD's precision (float32 at the gpu scale); the NTK is measured in float64
+
+    def __post_init__(self):
+        check_dtype(self.dtype)
 
 
 def run_edge_of_stability(cfg: EdgeOfStability, device: str = "cpu", progress: bool = True,
@@ -464,7 +470,7 @@ def run_edge_of_stability(cfg: EdgeOfStability, device: str = "cpu", progress: b
         torch.manual_seed(cfg.seed)
         model = MLP(list(cfg.widths), cfg.num_nonlinear).double().to(device)
         out = gd_with_sharpness(model, X, y, lr, cfg.weight_decay, cfg.steps, cfg.every, cfg.power_iters, progress,
-                                part_checkpoint(checkpoint, f"lr{lr:g}"))
+                                part_checkpoint(checkpoint, f"lr{lr:g}"), dtype=getattr(torch, cfg.dtype))
         loss.append(out["loss"])
         sharp.append(out["sharpness"])
         W = out["weights"]
@@ -485,7 +491,7 @@ def run_trained_ntk(cfg: EdgeOfStability, device: str = "cpu", progress: bool = 
         torch.manual_seed(cfg.seed)
         model = MLP(list(cfg.widths), cfg.num_nonlinear).double().to(device)
         out = gd_with_sharpness(model, X, y, lr, cfg.weight_decay, cfg.steps, cfg.steps, cfg.power_iters, progress,
-                                part_checkpoint(checkpoint, f"lr{lr:g}"))
+                                part_checkpoint(checkpoint, f"lr{lr:g}"), dtype=getattr(torch, cfg.dtype))
         with torch.no_grad():
             for weight, W in zip(model.weights, out["weights"]):
                 weight.copy_(W)

@@ -192,16 +192,17 @@ _EOS_SCALES = {                       # edge_of_stability and trained_ntk train 
     "tiny": EdgeOfStability(widths=(64, 16, 12, 12, 10), per_class=3, lrs=(0.05,), steps=20, every=10, power_iters=5),
     "cpu": EdgeOfStability(),
     "gpu": EdgeOfStability(per_class=None, widths=(64, 512, 256, 256, 256, 10), lrs=(2e-4, 5e-4, 1e-3),
-                           weight_decay=0.018, steps=20_000, every=500),
+                           weight_decay=0.018, steps=20_000, every=500, dtype="float32"),
     "paper": EdgeOfStability(per_class=None, widths=(64, 512, 256, 256, 256, 10), lrs=(2e-4, 5e-4, 1e-3),
-                             weight_decay=0.018, steps=20_000, every=500),
+                             weight_decay=0.018, steps=20_000, every=500, dtype="float32"),
 }
 _EOS_STABLE = ("Learning rates 2e-4, 5e-4 and 1e-3: on all 1,797 digits the summed loss's Hessian at initialisation "
                "has top eigenvalue 239 (the cpu scale's network on 100 digits: 5.33), so GD is stable at the start "
                "only below 2/239 = 0.0084; these put lr times that eigenvalue at 0.048, 0.12 and 0.24, as the cpu "
                "scale's 0.01-0.05 do there (0.053-0.27), and the cpu scale's rates diverge at once here (2.4-12). "
                "Weight decay 0.018 = 0.001 x 1797/100: the summed loss grows with the samples, so this keeps the "
-               "cpu scale's balance of data term and regulariser (lambda / N).")
+               "cpu scale's balance of data term and regulariser (lambda / N). In float32 (the cpu scale's "
+               "float64 is not needed: sharpness and 2/lr are compared to 10-30%).")
 
 _TIRER_MSE = ("Square loss: PyTorch's nn.MSELoss, (1/(NK)) ||Z - Y||^2, the mean over samples and classes, as in the "
               "code of the baseline Tirer et al. follow (Zhu et al. 2021; their experiments do not state it, their "

@@ -37,13 +37,14 @@ def regularised_loss(model: MLP, params: list[torch.Tensor], X: torch.Tensor, Y:
     return square_loss(h, Y, "sum") + weight_penalty(params, weight_decay)
 
 
-def _gd_start(model: MLP, X: torch.Tensor, labels: torch.Tensor, lr: float, weight_decay: float):
-    """Checked settings, float64 inputs and one-hot targets, and the model's weights as float64 leaf tensors."""
+def _gd_start(model: MLP, X: torch.Tensor, labels: torch.Tensor, lr: float, weight_decay: float,
+              dtype: torch.dtype = torch.float64):
+    """Checked settings, inputs and one-hot targets in ``dtype``, and the model's weights as leaf tensors of it."""
     if not lr > 0 or not weight_decay >= 0:
         raise ValueError(f"need lr > 0 and weight_decay >= 0, got lr={lr}, weight_decay={weight_decay}")
-    Y = one_hot_targets(labels, model.weights[-1].shape[0], torch.float64).to(X.device)
-    params = [W.detach().double().clone().requires_grad_(True) for W in model.weights]
-    return X.double(), Y, params
+    Y = one_hot_targets(labels, model.weights[-1].shape[0], dtype).to(X.device)
+    params = [W.detach().to(dtype).clone().requires_grad_(True) for W in model.weights]
+    return X.to(dtype), Y, params
 
 
 def _resume(checkpoint: Path | None, state: dict) -> int:
@@ -81,10 +82,11 @@ def _saver(checkpoint: Path | None, state: dict):
 
 def gd_with_sharpness(model: MLP, X: torch.Tensor, labels: torch.Tensor, lr: float, weight_decay: float,
                       steps: int, every: int = 100, power_iters: int = 30, progress: bool = True,
-                      checkpoint: Path | None = None, save_every: int = 500) -> dict:
-    """Run ``steps`` of GD theta <- theta - lr grad C_lambda from the model's weights (float64, bias-free), recording
-    the loss every step and the sharpness every ``every`` steps. Returns arrays and the final weights."""
-    Xd, Y, params = _gd_start(model, X, labels, lr, weight_decay)
+                      checkpoint: Path | None = None, save_every: int = 500,
+                      dtype: torch.dtype = torch.float64) -> dict:
+    """Run ``steps`` of GD theta <- theta - lr grad C_lambda from the model's weights (bias-free) in ``dtype``,
+    recording the loss every step and the sharpness every ``every`` steps. Returns arrays and the final weights."""
+    Xd, Y, params = _gd_start(model, X, labels, lr, weight_decay, dtype)
     st = {"params": params, "device": Xd.device, "loss": [], "sharp_steps": [], "sharpness": []}
     start = _resume(checkpoint, st)
     watch = DivergenceWatch(lambda k: lr)

@@ -100,3 +100,21 @@ def test_a_killed_gd_run_resumes_to_the_identical_result(digits40, tmp_path, mon
     for name in ("loss", "sharpness", "balance", "grad0_sq", "step", "recursion_residual"):
         if name in whole:
             np.testing.assert_array_equal(resumed[name], whole[name])
+
+
+def test_edge_of_stability_trains_in_float32_at_the_gpu_scale_as_in_float64():
+    """The gpu scale's float32 (issue 49): on the tiny configuration (lr 0.05, at the edge of stability, where one
+    rounding apart makes another trajectory within a few steps) the float32 run starts as the float64 one: the same
+    sharpness at initialisation and the same first losses, to float32 rounding; trained_ntk's quantities (measured
+    in float64 on the float32-trained weights) are finite."""
+    from dataclasses import replace
+
+    exp = EXPERIMENTS["edge_of_stability"]
+    assert exp.config("gpu").dtype == "float32" and exp.config("cpu").dtype == "float64"
+    tiny = exp.config("tiny")
+    r64, r32 = (exp.run(replace(tiny, dtype=d), progress=False) for d in ("float64", "float32"))
+    np.testing.assert_allclose(r32["sharpness"][:, 0], r64["sharpness"][:, 0], rtol=1e-4)
+    np.testing.assert_allclose(r32["loss"][:, :3], r64["loss"][:, :3], rtol=1e-4)
+    assert not np.allclose(r32["loss"][:, 3:], r64["loss"][:, 3:], rtol=1e-12, atol=0)     # it did run in float32
+    ntk = EXPERIMENTS["trained_ntk"].run(replace(tiny, dtype="float32"), progress=False)
+    assert all(np.isfinite(v).all() for v in ntk.values())
