@@ -191,3 +191,20 @@ def test_the_pass_of_the_metric_suite_launches_the_same_work_for_any_number_of_s
     both now."""
     small, big = _pass_on_device(5_000), _pass_on_device(50_000)
     assert small == big, f"the pass's launches or reads grow with N: {small} at 5,000, {big} at 50,000"
+
+
+def test_ncbook_leaves_torchs_precision_defaults():
+    """docs/details.md: float32 products in full float32, convolutions in PyTorch's default TF32. No module of
+    ncbook changes either, and neither does training (a tiny run of every experiment kind that trains an MLP)."""
+    import importlib
+    import pkgutil
+
+    import ncbook
+    from ncbook.registry import EXPERIMENTS
+
+    for info in pkgutil.iter_modules(ncbook.__path__):
+        if info.name not in ("interactive", "plotting", "__main__"):
+            importlib.import_module(f"ncbook.{info.name}")
+    EXPERIMENTS["linear_head"].run(EXPERIMENTS["linear_head"].config("tiny"), progress=False)
+    assert torch.get_float32_matmul_precision() == "highest"
+    assert not torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
