@@ -139,22 +139,18 @@ def cpu_description() -> dict:
 
 
 def provenance(device: str, seeds: list[int], wall_time_s: float, command: str) -> dict:
-    """How a result was made: commit, versions, device, threads, seeds, wall time, date, command, and
-    ``captured_steps`` where its training steps were compiled (``NCBOOK_CAPTURE=1``,
-    :func:`ncbook.train.compiled_step`)."""
+    """How a result was made: commit, versions, device, threads, seeds, wall time, date and command (the runner adds
+    ``captured_steps`` where the training steps were compiled)."""
     import torch
 
     import ncbook
-
-    from .train import capture_requested
 
     name = torch.cuda.get_device_name() if device.startswith("cuda") else (platform.processor() or platform.machine())
     return {"git_commit": git_commit(), "ncbook_version": ncbook.__version__, "torch_version": torch.__version__,
             "numpy_version": np.__version__, "python": platform.python_version(), "device": device,
             "device_name": name, "cpu_threads": torch.get_num_threads(), **cpu_description(), "seeds": list(seeds),
             "wall_time_s": round(wall_time_s, 2),
-            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "command": command,
-            **({"captured_steps": True} if capture_requested() else {})}
+            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "command": command}
 
 
 def paths(name: str, scale: str, root: Path | None = None) -> tuple[Path, Path]:

@@ -23,6 +23,7 @@ from filelock import FileLock, Timeout
 from . import cache
 from .data import check_data_files
 from .registry import RUNTIME_SETTINGS, SCALES, get_experiment
+from .train import capture_requested
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,8 @@ def _execute(run: Run, ckpt: Path, device: str, progress: bool, root: Path | Non
         raise
     prov = cache.provenance(device, list(getattr(run.config, "seeds", [])), time.perf_counter() - t0,
                             regen_command(run.name, run.scale, run.overrides | run.runtime) + f" --device {device}")
+    if capture_requested():                 # NCBOOK_CAPTURE=1: the training steps were compiled (train.compiled_step)
+        prov["captured_steps"] = True
     extra = {"base_scale": run.scale, "overrides": run.overrides} | ({"runtime": run.runtime} if run.runtime else {})
     manifest = cache.save(run.name, run.tag, get_experiment(run.name).computed(run.config), run.key, arrays, prov,
                           root, extra=extra)

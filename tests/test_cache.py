@@ -88,9 +88,3 @@ def test_a_tag_formats_and_parses_itself():
     assert cache.Tag.parse(str(tag)) == tag and cache.Tag.parse("cpu") == cache.Tag("cpu")
     assert str(cache.Tag.of("paper", {"data_root": "/data/x"})) == "paper--data_root=_data_x"    # a file stem
 
-
-def test_provenance_says_when_the_training_steps_were_compiled(monkeypatch):
-    monkeypatch.delenv("NCBOOK_CAPTURE", raising=False)
-    assert "captured_steps" not in cache.provenance("cpu", [0], 1.0, "test")
-    monkeypatch.setenv("NCBOOK_CAPTURE", "1")
-    assert cache.provenance("cpu", [0], 1.0, "test")["captured_steps"] is True
