@@ -87,4 +87,3 @@ def test_a_tag_formats_and_parses_itself():
     assert str(tag) == "cpu--dataset=digits,losses=('mse',),lr=0.01,steps=200"
     assert cache.Tag.parse(str(tag)) == tag and cache.Tag.parse("cpu") == cache.Tag("cpu")
     assert str(cache.Tag.of("paper", {"data_root": "/data/x"})) == "paper--data_root=_data_x"    # a file stem
-
