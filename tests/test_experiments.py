@@ -52,6 +52,7 @@ def test_the_gpu_scales_float32_trains_what_float64_does_and_the_bounds_stay_flo
         r64 = exp.run(tiny, progress=False)
         r32 = exp.run(replace(tiny, dtype="float32"), progress=False)
         np.testing.assert_allclose(r32["loss"], r64["loss"], rtol=1e-4)
+        assert not np.allclose(r32["loss"], r64["loss"], rtol=1e-12, atol=0)      # it did train in float32
     for bound, measured in (("bound_nc1", "nc1"), ("bound_kappa_WL", "kappa_WL"), ("lemma_c2_bound", "lemma_c2_gap")):
         assert (r32[measured] <= r32[bound]).all(), bound
         np.testing.assert_allclose(r32[bound], r64[bound], rtol=1e-3)
