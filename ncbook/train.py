@@ -373,8 +373,9 @@ def momentum_step(params: list[torch.Tensor], grads: list[torch.Tensor], velocit
 
 
 CAPTURE_ENV = "NCBOOK_CAPTURE"
-"""Set to 1 to compile the training step of :func:`train_ensemble` (issue 49); off by default until the compiled
-step has been measured on a GPU (``benchmarks/bench_gpu.py`` times it beside the eager one)."""
+"""Set to 1 to compile the training steps of :func:`train_ensemble` and :func:`train_module` (issue 49); off by
+default until the compiled steps have been measured on a GPU (``benchmarks/bench_gpu.py`` times them beside the eager
+ones)."""
 
 
 def capture_requested() -> bool:
@@ -550,12 +551,18 @@ def _features_in_batches(model: nn.Module, x: torch.Tensor, batch: int):
 
 def train_module(model: nn.Module, x: torch.Tensor, labels: torch.Tensor, cfg: TrainConfig, seed: int = 0,
                  checkpoint: Path | None = None, checkpoint_every: int = 500, progress: bool = True,
-                 eval_batch: int = 1000) -> History:
+                 eval_batch: int = 1000, capture: bool | None = None) -> History:
     """Minibatch SGD (momentum optional) or Adam on any network with ``forward_features``, ``weights`` and
     ``last_layer_parameters`` (e.g. :class:`~ncbook.nets.BackboneHead`): weight decay ``cfg.weight_decay`` on every
     parameter that requires a gradient but the last layer's, ``cfg.weight_decay_last`` on those (PyTorch's coupled
     L2 weight decay, biases and batch norm included, as in Tirer et al. App. E). Metrics are recorded in eval mode on
-    the whole of ``x``. Checkpoints and resuming as in :func:`train_ensemble`."""
+    the whole of ``x``. Checkpoints and resuming as in :func:`train_ensemble`.
+
+    With ``capture`` (default: :func:`capture_requested`) a minibatch's forward pass and loss are compiled whole
+    (:func:`compiled_step`; the backward pass with them, on CUDA both replayed as CUDA graphs), once per batch shape;
+    the optimiser's update stays eager (a few fused ``foreach`` launches on CUDA). It ends at the eager run's weights
+    to float rounding (a test checks it on the CPU)."""
+    capture = capture_requested() if capture is None else capture
     net = cast(Measured, model)
     last = {id(p) for p in net.last_layer_parameters()}
     params = [p for p in model.parameters() if p.requires_grad]
@@ -592,10 +599,16 @@ def train_module(model: nn.Module, x: torch.Tensor, labels: torch.Tensor, cfg: T
                 watch.start(full if initial is None else initial)
             _record(hist, feats[-1], full, step, labels, feats, net.weights, pre)
 
+    def batch_loss(xb: torch.Tensor, yb: torch.Tensor, tb: torch.Tensor) -> torch.Tensor:
+        """The data loss of one minibatch (in train mode): what a captured step compiles."""
+        return data_loss(model(xb), yb, cfg.loss, tb)
+
+    loss_of = compiled_step(batch_loss, [*params, *model.buffers()]) if capture else batch_loss
+
     def update(step: int) -> None:
         model.train()
         idx = batches.batch(step)
-        loss = data_loss(model(x[idx]), labels[idx], cfg.loss, targets[idx])
+        loss = loss_of(x[idx], labels[idx], targets[idx])
         watch.see(loss, step)
         for group in opt.param_groups:
             group["lr"] = cfg.lr_at(step)

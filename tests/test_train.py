@@ -314,6 +314,34 @@ def test_the_step_compiles_whole_and_gives_the_eager_weights(settings):
     np.testing.assert_allclose(h_captured[1].loss, h_eager[1].loss, rtol=1e-5)
 
 
+@pytest.mark.slow
+def test_train_modules_captured_step_gives_the_eager_weights():
+    """train_module's captured step (a ResNet with batch norm): the minibatch loss compiled whole (fullgraph, the
+    backward with it), once per batch shape (36 samples in batches of 10: 2), ending at the eager run's weights and
+    batch-norm statistics to float32 rounding."""
+    from torch._dynamo.utils import counters
+
+    from ncbook.nets import resnet_backbone
+
+    X, y = data.gaussian_mixture(3, 12, 64, seed=0)
+    X = X.float().reshape(36, 1, 8, 8)
+    cfg = TrainConfig(steps=12, lr=0.05, weight_decay=1e-3, weight_decay_last=1e-2, momentum=0.9, batch_size=10,
+                      loss="ce", record_every=6)
+    runs = []
+    for capture in (False, True):
+        torch.manual_seed(0)
+        backbone, dim = resnet_backbone(8, 1, 4)
+        model = BackboneHead(backbone, dim, [8, 3], 1)
+        counters.clear()
+        runs.append((model, train_module(model, X, y, cfg, progress=False, capture=capture)))
+    assert counters["stats"]["unique_graphs"] == 2
+    (eager, h_eager), (captured, h_captured) = runs
+    for a, b in zip(eager.state_dict().values(), captured.state_dict().values()):
+        torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-6)
+    assert len(h_eager.loss) == 3 and h_eager.loss[-1] < h_eager.loss[0]
+    np.testing.assert_allclose(h_captured.loss, h_eager.loss, rtol=1e-5)
+
+
 def test_capture_is_asked_for_by_the_environment(monkeypatch):
     monkeypatch.delenv(ncbook.train.CAPTURE_ENV, raising=False)
     assert not ncbook.train.capture_requested()
