@@ -12,9 +12,11 @@ record's cost the difference of the last two, and the prediction is the short ru
 that rate plus the full run's other records at that cost (records of Hessian eigenvalues or of every layer's metrics can
 be most of a run). Side by side in the same run: the Jacot-size training step (``bench_training.py``'s case), eager and
 captured (compiled whole; on CUDA a CUDA graph), in float32 and float64, against the dense matmul rate of its dtype, and
-the full metric suite on N = 50,000, d = 512, K = 10 against one float32 Gram X^T X (``bench_metrics.py``'s), both
-measured first. ``--json`` is rewritten after each figure, so a session cut short keeps what it measured. The targets of
-issue 49: every experiment <= 10 minutes, all <= 60, the step >= 40% of the matmul rate, the metrics <= 2 Grams.
+the gpu scale's ResNet20 and ResNet18 minibatch steps eager and captured, and the full metric suite on N = 50,000,
+d = 512, K = 10 against one float32 Gram X^T X (``bench_metrics.py``'s), all measured first. ``--json`` is rewritten
+after each figure, so a session cut short keeps what it measured. The targets of issue 49: every experiment <= 10
+minutes, all <= 60, the step >= 40% of the matmul rate, the metrics <= 2 Grams. The experiments are timed with the
+environment's choice of step (NCBOOK_CAPTURE=1: captured); the ResNet figures say which to choose.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import dataclasses
 import importlib.util
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -107,13 +110,11 @@ def _load(name: str):
     return module
 
 
-def seconds_per_step(widths: list[int], x: torch.Tensor, y: torch.Tensor, steps: int, capture: bool,
-                     warmup: int = 10) -> float:
-    """Seconds per step of ``train_ensemble`` training one fresh MLP (seed 0, x's dtype and device), timed inside the
-    run over ``steps`` steps after ``warmup`` (compilation, and on CUDA the graph's recording, happen in those): the
-    loop's ``update`` is wrapped to wait for the device and read the clock at the two ends of the window only."""
+def timed_steps(train_call: Callable[[int], object], device: str, steps: int, warmup: int = 10) -> float:
+    """Seconds per step of a trainer, timed inside its run over ``steps`` steps after ``warmup`` (compilation, and on
+    CUDA the graph's recording, happen in those): ``train.run_steps``' ``update`` is wrapped to wait for the device
+    and read the clock at the two ends of the window only. ``train_call(total_steps)`` runs the trainer."""
     import ncbook.train as train
-    from ncbook.nets import MLP, Ensemble
 
     marks: list[float] = []
     loop = train.run_steps
@@ -121,21 +122,74 @@ def seconds_per_step(widths: list[int], x: torch.Tensor, y: torch.Tensor, steps:
     def timed_loop(total, update, *args, **kwargs):
         def timed_update(step: int) -> None:
             if step in (warmup, warmup + steps):
-                sync(str(x.device))
+                sync(device)
                 marks.append(time.perf_counter())
             update(step)
         return loop(total, timed_update, *args, **kwargs)
 
-    torch.manual_seed(0)
-    ens = Ensemble([MLP(widths, 5).to(device=x.device, dtype=x.dtype)])
-    cfg = train.TrainConfig(steps=warmup + steps + 1, lr=1e-3, weight_decay=1e-3, momentum=0.9,
-                            record_every=warmup + steps + 1)
     train.run_steps = timed_loop
     try:
-        train.train_ensemble(ens, x, y, [cfg], progress=False, capture=capture)
+        train_call(warmup + steps + 1)
     finally:
         train.run_steps = loop
     return (marks[1] - marks[0]) / steps
+
+
+def seconds_per_step(widths: list[int], x: torch.Tensor, y: torch.Tensor, steps: int, capture: bool,
+                     warmup: int = 10) -> float:
+    """Seconds per step of ``train_ensemble`` training one fresh MLP (seed 0, x's dtype and device), full batch
+    (:func:`timed_steps`)."""
+    import ncbook.train as train
+    from ncbook.nets import MLP, Ensemble
+
+    def run(total: int) -> None:
+        torch.manual_seed(0)
+        ens = Ensemble([MLP(widths, 5).to(device=x.device, dtype=x.dtype)])
+        cfg = train.TrainConfig(steps=total, lr=1e-3, weight_decay=1e-3, momentum=0.9, record_every=total)
+        train.train_ensemble(ens, x, y, [cfg], progress=False, capture=capture)
+
+    return timed_steps(run, str(x.device), steps, warmup)
+
+
+RESNETS = {"ResNet20 (jacot_resnet_head)": (20, 16, 128), "ResNet18 (tirer_blur)": (18, 64, 256)}
+"""The gpu scale's ResNets: (depth, width, batch) on 28 x 28 digits."""
+
+
+def resnet_seconds_per_step(depth: int, width: int, batch: int, device: str, steps: int, capture: bool,
+                            warmup: int = 10) -> float:
+    """Seconds per minibatch step of ``train_module`` training a ResNet with a 256-wide ReLU layer and a linear
+    classifier (float32, SGD, weight decay) on random 28 x 28 images, eager or captured (:func:`timed_steps`)."""
+    import ncbook.train as train
+    from ncbook.nets import BackboneHead, resnet_backbone
+
+    g = torch.Generator(device=device).manual_seed(0)
+    x = torch.randn(4 * batch, 1, 28, 28, device=device, generator=g)
+    y = torch.arange(4 * batch, device=device) % 10
+
+    def run(total: int) -> None:
+        torch.manual_seed(0)
+        backbone, dim = resnet_backbone(depth, 1, width)
+        model = BackboneHead(backbone, dim, [256, 10], 1).to(device)
+        cfg = train.TrainConfig(steps=total, lr=1e-3, weight_decay=1e-3, batch_size=batch, record_every=total)
+        train.train_module(model, x, y, cfg, progress=False, capture=capture)
+
+    return timed_steps(run, device, steps, warmup)
+
+
+def resnet_steps(device: str, steps: int = 20) -> dict:
+    """The gpu scale's ResNet steps (:data:`RESNETS`), eager and captured side by side: what capture buys where a
+    step is many small kernels (a failing capture is reported in one line, the eager figure stands)."""
+    out: dict = {}
+    for label, (depth, width, batch) in RESNETS.items():
+        figures: dict = {}
+        for name, capture in (("eager", False), ("captured", True)):
+            try:
+                figures[name] = {"step_ms": round(1e3 * resnet_seconds_per_step(depth, width, batch, device, steps,
+                                                                               capture), 3)}
+            except Exception as e:  # noqa: BLE001 -- a capture that fails on this machine is a figure, not a crash
+                figures[name] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"}
+        out[label] = figures
+    return out
 
 
 def step_against_matmul(device: str, steps: int = 20) -> dict:
@@ -219,11 +273,15 @@ def main() -> None:
             print(f"Jacot-size step, {dtype}, {name}: " + (fig["error"] if "error" in fig else
                   f"{fig['step_ms']} ms, {fig['fraction_of_matmul']:.0%} of the {dtype} matmul rate "
                   f"({figures['matmul_flops_per_s'] / 1e12:.2f} TFLOP/s; target >= 40%)"), flush=True)
+    resnets = resnet_steps(args.device)
+    for label, figures in resnets.items():
+        print(f"{label} step: " + ", ".join(f"{name} " + (fig["error"] if "error" in fig else f"{fig['step_ms']} ms")
+                                            for name, fig in figures.items()), flush=True)
     suite = metrics_against_gram(args.device)
     print(f"metric suite, N = 50,000, d = 512: {suite['suite_ms']} ms = {suite['suite_over_gram']} Grams "
           f"(one Gram {suite['gram_ms']} ms; target <= 2)", flush=True)
     rows, untimed, start = [], [], time.monotonic()
-    save(step=step, metrics=suite, experiments=rows, not_timed=untimed)
+    save(step=step, resnet_steps=resnets, metrics=suite, experiments=rows, not_timed=untimed)
     for name in args.only:
         if time.monotonic() - start > args.budget_s:
             untimed.append(name)

@@ -608,11 +608,11 @@ def train_module(model: nn.Module, x: torch.Tensor, labels: torch.Tensor, cfg: T
     def update(step: int) -> None:
         model.train()
         idx = batches.batch(step)
+        opt.zero_grad(set_to_none=True)      # first: a captured step's last gradients are gone before it replays
         loss = loss_of(x[idx], labels[idx], targets[idx])
         watch.see(loss, step)
         for group in opt.param_groups:
             group["lr"] = cfg.lr_at(step)
-        opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
 

@@ -47,3 +47,18 @@ def test_bench_gpu_times_the_step_eager_and_captured_and_puts_the_loop_back():
     for capture in (False, True):
         assert 0 < bench_gpu.seconds_per_step([12, 8, 8, 8, 8, 8, 3], x, y, 3, capture, warmup=2) < 10
     assert ncbook.train.run_steps is loop
+
+
+@pytest.mark.slow
+def test_bench_gpu_times_the_resnet_step_eager_and_captured():
+    import ncbook.train
+
+    path = Path(__file__).parents[1] / "benchmarks" / "bench_gpu.py"
+    spec = importlib.util.spec_from_file_location("bench_gpu", path)
+    bench_gpu = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_gpu)
+    loop = ncbook.train.run_steps
+    for capture in (False, True):
+        assert 0 < bench_gpu.resnet_seconds_per_step(8, 4, 8, "cpu", 3, capture, warmup=2) < 10
+    assert ncbook.train.run_steps is loop
+    assert set(bench_gpu.RESNETS) == {"ResNet20 (jacot_resnet_head)", "ResNet18 (tirer_blur)"}
