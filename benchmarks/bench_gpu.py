@@ -30,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from ncbook import metrics
 from ncbook.registry import EXPERIMENTS
@@ -110,35 +111,72 @@ def _load(name: str):
     return module
 
 
-def timed_steps(train_call: Callable[[int], object], device: str, steps: int, warmup: int = 10) -> float:
-    """Seconds per step of a trainer, timed inside its run over ``steps`` steps after ``warmup`` (compilation, and on
-    CUDA the graph's recording, happen in those): ``train.run_steps``' ``update`` is wrapped to wait for the device
-    and read the clock at the two ends of the window only. ``train_call(total_steps)`` runs the trainer."""
+def in_window(train_call: Callable[[int], object], steps: int, warmup: int, begin: Callable[[], None],
+              end: Callable[[], None]) -> None:
+    """Run a trainer (``train_call(total_steps)``) for ``warmup + steps + 1`` steps, calling ``begin`` before step
+    ``warmup`` and ``end`` before step ``warmup + steps``: ``train.run_steps``' ``update`` is wrapped for that and
+    put back afterwards. The warm-up steps hold compilation and, on CUDA, a graph's recording."""
     import ncbook.train as train
 
-    marks: list[float] = []
     loop = train.run_steps
 
-    def timed_loop(total, update, *args, **kwargs):
-        def timed_update(step: int) -> None:
-            if step in (warmup, warmup + steps):
-                sync(device)
-                marks.append(time.perf_counter())
+    def wrapped_loop(total, update, *args, **kwargs):
+        def wrapped_update(step: int) -> None:
+            if step == warmup:
+                begin()
+            elif step == warmup + steps:
+                end()
             update(step)
-        return loop(total, timed_update, *args, **kwargs)
+        return loop(total, wrapped_update, *args, **kwargs)
 
-    train.run_steps = timed_loop
+    train.run_steps = wrapped_loop
     try:
         train_call(warmup + steps + 1)
     finally:
         train.run_steps = loop
+
+
+def timed_steps(train_call: Callable[[int], object], device: str, steps: int, warmup: int = 10) -> float:
+    """Seconds per step of a trainer over ``steps`` steps after ``warmup``, waiting for the device at the two ends
+    of the window only (:func:`in_window`)."""
+    marks: list[float] = []
+
+    def mark() -> None:
+        sync(device)
+        marks.append(time.perf_counter())
+
+    in_window(train_call, steps, warmup, mark, mark)
     return (marks[1] - marks[0]) / steps
 
 
-def seconds_per_step(widths: list[int], x: torch.Tensor, y: torch.Tensor, steps: int, capture: bool,
-                     warmup: int = 10) -> float:
-    """Seconds per step of ``train_ensemble`` training one fresh MLP (seed 0, x's dtype and device), full batch
-    (:func:`timed_steps`)."""
+class _OpCount(TorchDispatchMode):
+    """Counts the operations that compute something (views aside): on a GPU, each is a kernel launch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if not func.is_view and func not in _NO_KERNEL:
+            self.ops += 1
+        return func(*args, **(kwargs or {}))
+
+
+_NO_KERNEL = {torch.ops.aten.empty.memory_format, torch.ops.aten.empty_strided.default,
+              torch.ops.aten.empty_like.default}
+
+
+def ops_per_step(train_call: Callable[[int], object], steps: int = 3, warmup: int = 1) -> float:
+    """Operations per eager step of a trainer (:class:`_OpCount` over ``steps`` steps after ``warmup``): the kernel
+    launches a GPU would make, counted on any device."""
+    counter = _OpCount()
+    in_window(train_call, steps, warmup, counter.__enter__, lambda: counter.__exit__(None, None, None))
+    return counter.ops / steps
+
+
+def mlp_trainer(widths: list[int], x: torch.Tensor, y: torch.Tensor, capture: bool) -> Callable[[int], None]:
+    """``train_ensemble`` training one fresh MLP (seed 0, x's dtype and device) full batch for a given number of
+    steps (momentum, weight decay, the divergence check)."""
     import ncbook.train as train
     from ncbook.nets import MLP, Ensemble
 
@@ -148,17 +186,16 @@ def seconds_per_step(widths: list[int], x: torch.Tensor, y: torch.Tensor, steps:
         cfg = train.TrainConfig(steps=total, lr=1e-3, weight_decay=1e-3, momentum=0.9, record_every=total)
         train.train_ensemble(ens, x, y, [cfg], progress=False, capture=capture)
 
-    return timed_steps(run, str(x.device), steps, warmup)
+    return run
 
 
 RESNETS = {"ResNet20 (jacot_resnet_head)": (20, 16, 128), "ResNet18 (tirer_blur)": (18, 64, 256)}
 """The gpu scale's ResNets: (depth, width, batch) on 28 x 28 digits."""
 
 
-def resnet_seconds_per_step(depth: int, width: int, batch: int, device: str, steps: int, capture: bool,
-                            warmup: int = 10) -> float:
-    """Seconds per minibatch step of ``train_module`` training a ResNet with a 256-wide ReLU layer and a linear
-    classifier (float32, SGD, weight decay) on random 28 x 28 images, eager or captured (:func:`timed_steps`)."""
+def resnet_trainer(depth: int, width: int, batch: int, device: str, capture: bool) -> Callable[[int], None]:
+    """``train_module`` training a ResNet with a 256-wide ReLU layer and a linear classifier (float32, SGD, weight
+    decay) on random 28 x 28 images in minibatches of ``batch``, for a given number of steps."""
     import ncbook.train as train
     from ncbook.nets import BackboneHead, resnet_backbone
 
@@ -173,19 +210,26 @@ def resnet_seconds_per_step(depth: int, width: int, batch: int, device: str, ste
         cfg = train.TrainConfig(steps=total, lr=1e-3, weight_decay=1e-3, batch_size=batch, record_every=total)
         train.train_module(model, x, y, cfg, progress=False, capture=capture)
 
-    return timed_steps(run, device, steps, warmup)
+    return run
 
 
 def resnet_steps(device: str, steps: int = 20) -> dict:
-    """The gpu scale's ResNet steps (:data:`RESNETS`), eager and captured side by side: what capture buys where a
-    step is many small kernels (a failing capture is reported in one line, the eager figure stands)."""
+    """The gpu scale's ResNet steps (:data:`RESNETS`): operations per eager step, and eager and captured step times
+    side by side, what capture buys where a step is many small kernels (a failing capture is reported in one line,
+    the eager figure stands)."""
+    from ncbook.cost import TRAIN_PASSES, backbone_flops, mlp_flops
+    from ncbook.nets import resnet_backbone
+
     out: dict = {}
     for label, (depth, width, batch) in RESNETS.items():
-        figures: dict = {}
+        dim = resnet_backbone(depth, 1, width)[1]
+        flops = TRAIN_PASSES * batch * (backbone_flops(depth, width, (1, 28, 28)) + mlp_flops((dim, 256, 10)))
+        figures: dict = {"ops_per_step": ops_per_step(resnet_trainer(depth, width, batch, device, False)),
+                         "gflop_per_step": round(flops / 1e9, 2)}
         for name, capture in (("eager", False), ("captured", True)):
             try:
-                figures[name] = {"step_ms": round(1e3 * resnet_seconds_per_step(depth, width, batch, device, steps,
-                                                                               capture), 3)}
+                step_s = timed_steps(resnet_trainer(depth, width, batch, device, capture), device, steps)
+                figures[name] = {"step_ms": round(1e3 * step_s, 3), "tflop_per_s": round(flops / step_s / 1e12, 2)}
             except Exception as e:  # noqa: BLE001 -- a capture that fails on this machine is a figure, not a crash
                 figures[name] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"}
         out[label] = figures
@@ -196,9 +240,9 @@ def step_against_matmul(device: str, steps: int = 20) -> dict:
     """ncbook's training step (``train.train_ensemble`` of one model: full batch, momentum, weight decay, the
     divergence check) of the Jacot-size network (9 layers of 256 on N = 5,000) in FLOP/s over the dense matmul rate
     of its dtype, in float32 and float64, eager and captured (``capture=True``: compiled whole, on CUDA replayed as
-    a CUDA graph), side by side, each over ``steps`` steps after a warm-up (:func:`seconds_per_step`). A capture
-    that fails is reported in one line, and the eager figure stands. Float64 beside float32 says what the float64
-    experiments pay for their precision on this device."""
+    a CUDA graph), side by side, each over ``steps`` steps after a warm-up (:func:`timed_steps`), and its operations
+    per eager step. A capture that fails is reported in one line, and the eager figure stands. Float64 beside float32
+    says what the float64 experiments pay for their precision on this device."""
     bench = _load("bench_training")
     widths, n = [784] + [256] * 8 + [10], 5000
     out: dict = {}
@@ -208,10 +252,10 @@ def step_against_matmul(device: str, steps: int = 20) -> dict:
         y = torch.arange(n, device=device) % 10
 
         rate = bench.matmul_flops(device, dtype=dtype)
-        figures: dict = {"matmul_flops_per_s": rate}
+        figures: dict = {"matmul_flops_per_s": rate, "ops_per_step": ops_per_step(mlp_trainer(widths, x, y, False))}
         for name, capture in (("eager", False), ("captured", True)):
             try:
-                step_s = seconds_per_step(widths, x, y, steps, capture)
+                step_s = timed_steps(mlp_trainer(widths, x, y, capture), device, steps)
             except Exception as e:  # noqa: BLE001 -- a capture that fails on this machine is a figure, not a crash
                 figures[name] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"}
                 continue
@@ -268,6 +312,7 @@ def main() -> None:
 
     step = step_against_matmul(args.device)
     for dtype, figures in step.items():
+        print(f"Jacot-size step, {dtype}: {figures['ops_per_step']:.0f} operations", flush=True)
         for name in ("eager", "captured"):
             fig = figures[name]
             print(f"Jacot-size step, {dtype}, {name}: " + (fig["error"] if "error" in fig else
@@ -275,8 +320,10 @@ def main() -> None:
                   f"({figures['matmul_flops_per_s'] / 1e12:.2f} TFLOP/s; target >= 40%)"), flush=True)
     resnets = resnet_steps(args.device)
     for label, figures in resnets.items():
-        print(f"{label} step: " + ", ".join(f"{name} " + (fig["error"] if "error" in fig else f"{fig['step_ms']} ms")
-                                            for name, fig in figures.items()), flush=True)
+        print(f"{label} step, {figures['ops_per_step']:.0f} operations, {figures['gflop_per_step']} GFLOP: "
+              + ", ".join(f"{name} " + (figures[name]["error"] if "error" in figures[name] else
+                                        f"{figures[name]['step_ms']} ms = {figures[name]['tflop_per_s']} TFLOP/s")
+                          for name in ("eager", "captured")), flush=True)
     suite = metrics_against_gram(args.device)
     print(f"metric suite, N = 50,000, d = 512: {suite['suite_ms']} ms = {suite['suite_over_gram']} Grams "
           f"(one Gram {suite['gram_ms']} ms; target <= 2)", flush=True)
