@@ -179,3 +179,12 @@ def gd_phases(model: MLP, X: torch.Tensor, labels: torch.Tensor, lr: float, weig
     out["step"] = np.array(st["recorded"], dtype=np.float64)
     out["recursion_residual"] = np.array(st["worst"])
     return out
+
+
+def sharpness_against_edge(eos: dict[str, np.ndarray], last: int = 1000) -> dict[str, np.ndarray]:
+    """An ``edge_of_stability`` result read against 2/eta (Cohen et al. 2021), per learning rate: the sharpness at
+    step 0, and the sharpness over 2/eta at the measurements of the last ``last`` steps (median, min, max)."""
+    late = eos["sharpness_steps"] >= eos["sharpness_steps"][-1] - last
+    ratios = eos["sharpness"][:, late] * eos["lrs"][:, None] / 2
+    return {"lrs": eos["lrs"], "edge": 2 / eos["lrs"], "start": eos["sharpness"][:, 0],
+            "median": np.median(ratios, axis=1), "min": ratios.min(axis=1), "max": ratios.max(axis=1)}

@@ -118,3 +118,17 @@ def test_edge_of_stability_trains_in_float32_at_the_gpu_scale_as_in_float64():
     assert not np.allclose(r32["loss"][:, 3:], r64["loss"][:, 3:], rtol=1e-12, atol=0)     # it did run in float32
     ntk = EXPERIMENTS["trained_ntk"].run(replace(tiny, dtype="float32"), progress=False)
     assert all(np.isfinite(v).all() for v in ntk.values())
+
+
+def test_sharpness_against_edge_reads_the_last_steps_over_two_over_lr():
+    from ncbook.stability import sharpness_against_edge
+
+    eos = {"lrs": np.array([0.01, 0.02]), "sharpness_steps": np.array([0, 500, 1000, 1500, 2000]),
+           "sharpness": np.array([[5.0, 300, 190, 210, 200], [4.0, 300, 95, 105, 100]])}
+    s = sharpness_against_edge(eos)
+    np.testing.assert_allclose(s["edge"], [200, 100])
+    np.testing.assert_allclose(s["start"], [5, 4])
+    np.testing.assert_allclose(s["median"], [1.0, 1.0])        # step 500's 300 is not among the last 1000 steps
+    np.testing.assert_allclose(s["min"], [0.95, 0.95])
+    np.testing.assert_allclose(s["max"], [1.05, 1.05])
+    np.testing.assert_allclose(sharpness_against_edge(eos, last=1500)["max"], [1.5, 3.0])
