@@ -20,3 +20,22 @@ def test_part_four_runs_at_the_gpu_scale_with_what_is_cached(chapter, monkeypatc
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(BOOK)}}).execute()
     shown = [o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert any("scale shown: gpu" in t for t in shown)
+
+
+@pytest.mark.slow
+def test_chapter_7_without_the_gpu_results_says_they_were_not_run(tmp_path, monkeypatch):
+    """Chapter 7 shows the edge of stability at the gpu scale where both results are cached; without them (a results
+    folder that lacks one) it runs to the end and says so in one line."""
+    import shutil
+
+    results = tmp_path / "results"
+    shutil.copytree(BOOK.parent / "results", results)
+    for path in (results / "trained_ntk").glob("gpu.*"):
+        path.unlink()
+    monkeypatch.setenv("NCBOOK_RESULTS", str(results))
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    nb = jupytext.read(BOOK / "ch07_conditioning.md")
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(BOOK)}}).execute()
+    shown = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    assert "edge_of_stability and trained_ntk: not run at the gpu scale" in shown
+    assert "0.0002" not in shown
