@@ -9,10 +9,16 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from ncbook.nets import MLP, Ensemble
 
-spec = importlib.util.spec_from_file_location("bench_training",
-                                              Path(__file__).parents[1] / "benchmarks" / "bench_training.py")
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+
+def load_benchmark(name: str):
+    """A script of benchmarks/ as a module."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).parents[1] / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = load_benchmark("bench_training")
 
 
 @pytest.mark.parametrize("widths", [[784, 256, 256, 10], [64, 32, 32, 32, 16, 16, 10], [5, 7, 3]])
@@ -38,10 +44,7 @@ def test_the_ceiling_times_exactly_the_products_of_a_step(widths):
 def test_bench_gpu_times_the_step_eager_and_captured_and_puts_the_loop_back():
     import ncbook.train
 
-    path = Path(__file__).parents[1] / "benchmarks" / "bench_gpu.py"
-    spec = importlib.util.spec_from_file_location("bench_gpu", path)
-    bench_gpu = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench_gpu)
+    bench_gpu = load_benchmark("bench_gpu")
     loop = ncbook.train.run_steps
     x, y = torch.randn(30, 12), torch.arange(30) % 3
     for capture in (False, True):
@@ -56,10 +59,7 @@ def test_bench_gpu_times_the_step_eager_and_captured_and_puts_the_loop_back():
 def test_bench_gpu_times_the_resnet_step_eager_and_captured():
     import ncbook.train
 
-    path = Path(__file__).parents[1] / "benchmarks" / "bench_gpu.py"
-    spec = importlib.util.spec_from_file_location("bench_gpu", path)
-    bench_gpu = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench_gpu)
+    bench_gpu = load_benchmark("bench_gpu")
     loop = ncbook.train.run_steps
     for capture in (False, True):
         assert 0 < bench_gpu.timed_steps(bench_gpu.resnet_trainer(8, 4, 8, "cpu", capture), "cpu", 3, warmup=2) < 10
