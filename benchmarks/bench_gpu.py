@@ -290,6 +290,14 @@ def metrics_against_gram(device: str, n: int = 50_000, d: int = 512, k: int = 10
             "suite_over_gram": round(suite / gram, 2)}
 
 
+def capture_pays(step: dict, resnets: dict) -> bool:
+    """Whether to train with captured steps (NCBOOK_CAPTURE=1): the captured step ran and was faster than the eager
+    one for the float32 Jacot-size MLP and for every ResNet (the steps of the gpu scale's float32 experiments)."""
+    pairs = [step["float32"], *resnets.values()]
+    return all("step_ms" in p.get("captured", {}) and "step_ms" in p.get("eager", {})
+               and p["captured"]["step_ms"] < p["eager"]["step_ms"] for p in pairs)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -328,7 +336,10 @@ def main() -> None:
     print(f"metric suite, N = 50,000, d = 512: {suite['suite_ms']} ms = {suite['suite_over_gram']} Grams "
           f"(one Gram {suite['gram_ms']} ms; target <= 2)", flush=True)
     rows, untimed, start = [], [], time.monotonic()
-    save(step=step, resnet_steps=resnets, metrics=suite, experiments=rows, not_timed=untimed)
+    capture = capture_pays(step, resnets)
+    print(f"captured steps {'faster' if capture else 'not faster (or failed)'}: NCBOOK_CAPTURE={int(capture)}",
+          flush=True)
+    save(step=step, resnet_steps=resnets, metrics=suite, capture_pays=capture, experiments=rows, not_timed=untimed)
     for name in args.only:
         if time.monotonic() - start > args.budget_s:
             untimed.append(name)

@@ -67,3 +67,30 @@ def test_bench_gpu_times_the_resnet_step_eager_and_captured():
     ops = [bench_gpu.ops_per_step(bench_gpu.resnet_trainer(depth, 4, 8, "cpu", False)) for depth in (8, 14)]
     assert 100 < ops[0] < ops[1]             # two more residual blocks per stage: more launches per step
     assert set(bench_gpu.RESNETS) == {"ResNet20 (jacot_resnet_head)", "ResNet18 (tirer_blur)"}
+
+
+def test_capture_pays_only_where_every_captured_step_ran_faster():
+    bench_gpu = load_benchmark("bench_gpu")
+    fast, slow, failed = {"step_ms": 1.0}, {"step_ms": 2.0}, {"error": "RuntimeError: no"}
+    step = {"float32": {"eager": slow, "captured": fast}, "float64": {"eager": fast, "captured": slow}}
+    resnets = {"a": {"ops_per_step": 300, "eager": slow, "captured": fast}, "b": {"eager": slow, "captured": fast}}
+    assert bench_gpu.capture_pays(step, resnets)
+    assert not bench_gpu.capture_pays(step, resnets | {"b": {"eager": fast, "captured": slow}})
+    assert not bench_gpu.capture_pays(step, resnets | {"b": {"eager": slow, "captured": failed}})
+    assert not bench_gpu.capture_pays({"float32": {"eager": failed, "captured": fast}}, resnets)
+
+
+def test_the_gpu_session_script_parses_and_reads_the_benchmarks_verdict(tmp_path):
+    """scripts/gpu_session.sh is valid bash, and its reading of bench.json gives 1 only where capture paid."""
+    import subprocess
+    import sys
+
+    script = (Path(__file__).parents[1] / "scripts" / "gpu_session.sh").read_text()
+    subprocess.run(["bash", "-n", "-c", script], check=True)
+    line = next(s for s in script.splitlines() if "capture_pays" in s and "json.load" in s)
+    reader = line.split("'")[1]
+    for verdict, expected in ((True, "1"), (False, "0")):
+        (tmp_path / "bench.json").write_text(f'{{"capture_pays": {str(verdict).lower()}}}')
+        got = subprocess.run([sys.executable, "-c", reader, str(tmp_path / "bench.json")], capture_output=True,
+                             text=True)
+        assert got.stdout.strip() == expected
