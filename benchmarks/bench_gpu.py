@@ -169,8 +169,21 @@ _NO_KERNEL = {torch.ops.aten.empty.memory_format, torch.ops.aten.empty_strided.d
 def ops_per_step(train_call: Callable[[int], object], steps: int = 3, warmup: int = 1) -> float:
     """Operations per eager step of a trainer (:class:`_OpCount` over ``steps`` steps after ``warmup``): the kernel
     launches a GPU would make, counted on any device."""
-    counter = _OpCount()
-    in_window(train_call, steps, warmup, counter.__enter__, lambda: counter.__exit__(None, None, None))
+    counter, active = _OpCount(), []
+
+    def begin() -> None:
+        counter.__enter__()
+        active.append(True)
+
+    def end() -> None:
+        counter.__exit__(None, None, None)
+        active.clear()
+
+    try:
+        in_window(train_call, steps, warmup, begin, end)
+    finally:
+        if active:                      # the trainer failed inside the window: leave no mode behind
+            end()
     return counter.ops / steps
 
 

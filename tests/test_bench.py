@@ -94,3 +94,29 @@ def test_the_gpu_session_script_parses_and_reads_the_benchmarks_verdict(tmp_path
         got = subprocess.run([sys.executable, "-c", reader, str(tmp_path / "bench.json")], capture_output=True,
                              text=True)
         assert got.stdout.strip() == expected
+
+
+def test_ops_per_step_leaves_no_counting_mode_behind_when_the_trainer_fails():
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+    bench_gpu = load_benchmark("bench_gpu")
+    x, y = torch.randn(30, 12), torch.arange(30) % 3
+    run = bench_gpu.mlp_trainer([12, 8, 8, 8, 8, 8, 3], x, y, False)
+
+    def failing(total: int) -> None:
+        import ncbook.train
+
+        loop = ncbook.train.run_steps
+
+        def broken(total, update, *args, **kwargs):   # fails at step 2, inside the counted window
+            return loop(total, lambda step: update(step) if step < 2 else 1 / 0, *args, **kwargs)
+
+        ncbook.train.run_steps, inner = broken, ncbook.train.run_steps
+        try:
+            run(total)
+        finally:
+            ncbook.train.run_steps = inner
+
+    with pytest.raises(ZeroDivisionError):
+        bench_gpu.ops_per_step(failing)
+    assert _get_current_dispatch_mode() is None
