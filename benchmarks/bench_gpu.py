@@ -339,12 +339,14 @@ def main() -> None:
             print(f"Jacot-size step, {dtype}, {name}: " + (fig["error"] if "error" in fig else
                   f"{fig['step_ms']} ms, {fig['fraction_of_matmul']:.0%} of the {dtype} matmul rate "
                   f"({figures['matmul_flops_per_s'] / 1e12:.2f} TFLOP/s; target >= 40%)"), flush=True)
+    save(step=step)
     resnets = resnet_steps(args.device)
     for label, figures in resnets.items():
         print(f"{label} step, {figures['ops_per_step']:.0f} operations, {figures['gflop_per_step']} GFLOP: "
               + ", ".join(f"{name} " + (figures[name]["error"] if "error" in figures[name] else
                                         f"{figures[name]['step_ms']} ms = {figures[name]['tflop_per_s']} TFLOP/s")
                           for name in ("eager", "captured")), flush=True)
+    save(resnet_steps=resnets)
     suite = metrics_against_gram(args.device)
     print(f"metric suite, N = 50,000, d = 512: {suite['suite_ms']} ms = {suite['suite_over_gram']} Grams "
           f"(one Gram {suite['gram_ms']} ms; target <= 2)", flush=True)
