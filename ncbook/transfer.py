@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
+import os
 import shutil
 import tarfile
 import tempfile
@@ -61,9 +62,47 @@ def found_results(folder: Path) -> tuple[list[tuple[str, str, Path]], list[str]]
     return sorted(out, key=lambda r: str(r[2])), other
 
 
+def inside(member: tarfile.TarInfo, into: Path) -> Path:
+    """Where a plain file or folder of an archive lands under ``into``, as tarfile's ``data`` filter places it (leading
+    slashes dropped); ImportProblem, naming the member, when that is outside ``into`` (``..``, an absolute path, a
+    symbolic link already there on the way)."""
+    name = member.name.lstrip("/" + os.sep)
+    root = os.path.realpath(into)
+    target = os.path.realpath(os.path.join(root, name))
+    if os.path.isabs(name) or os.path.commonpath([root, target]) != root:
+        raise ImportProblem(f"{member.name!r} would land outside the folder it is unpacked into")
+    return Path(target)
+
+
+def extract(tar: tarfile.TarFile, into: Path, members: list[tarfile.TarInfo]) -> None:
+    """Extract ``members`` (plain files and folders) under ``into``: each checked by :func:`inside` first, then by
+    tarfile's ``data`` filter (Python 3.11.4 and later); on an older Python, where there is none, each is written by
+    hand as that filter writes it (no owner; the owner may read and write, only the owner may write, no special
+    bits, executable by others only where it is by the owner), so that every Python refuses the same members."""
+    for member in members:
+        if not (member.isfile() or member.isdir()):
+            raise ImportProblem(f"{member.name!r} is not a plain file or folder")
+        inside(member, into)
+    if hasattr(tarfile, "data_filter"):
+        tar.extractall(into, members=members, filter="data")
+        return
+    for member in members:
+        target = inside(member, into)
+        if member.isdir():
+            target.mkdir(parents=True, exist_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        source = tar.extractfile(member)
+        assert source is not None                        # a plain file always has its bytes
+        with source, open(target, "wb") as out:
+            shutil.copyfileobj(source, out)
+        target.chmod((member.mode | 0o600) & (0o755 if member.mode & 0o100 else 0o644))
+
+
 def unpack(archive: Path, into: Path) -> list[str]:
-    """Extract a ``.tar.gz`` of results into ``into``: plain files and folders only, inside ``into`` (tarfile's
-    ``data`` filter), bounded in members and bytes. Returns one line per member left out (a link, a device)."""
+    """Extract a ``.tar.gz`` of results into ``into``: plain files and folders only, inside ``into`` (:func:`extract`,
+    the same on every Python), bounded in members and bytes. Returns one line per member left out (a link, a
+    device)."""
     skipped: list[str] = []
     try:
         with tarfile.open(archive, "r:*") as tar:
@@ -78,7 +117,10 @@ def unpack(archive: Path, into: Path) -> list[str]:
                     members.append(member)
                 else:
                     skipped.append(f"{member.name}: not a plain file (a link or a device), left out")
-            tar.extractall(into, members=members, filter="data")
+            try:
+                extract(tar, into, members)
+            except ImportProblem as err:
+                raise ImportProblem(f"{archive} is not a readable .tar.gz of results ({err})") from None
     except (tarfile.TarError, OSError, EOFError) as err:
         raise ImportProblem(f"{archive} is not a readable .tar.gz of results ({str(err)[:160]})") from None
     return skipped

@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from ncbook import cache  # noqa: E402
 from ncbook.runner import Run, check_stored, stored_tags  # noqa: E402
+from ncbook.transfer import extract  # noqa: E402
 
 HASHES = """import json, sys; sys.path.insert(0, sys.argv[1])
 from ncbook.codehash import code_hash; from ncbook.registry import get_experiment
@@ -45,7 +46,7 @@ def tree_at(commit: str, into: Path, hasher: Path | None = None) -> Path:
         f.write(archive)
         f.seek(0)
         with tarfile.open(fileobj=f) as tar:
-            tar.extractall(into, filter="data")
+            extract(tar, into, tar.getmembers())
     if hasher is not None:
         (into / "ncbook" / "codehash.py").write_text(hasher.read_text())
     return into

@@ -187,3 +187,59 @@ def test_what_is_not_results_is_refused_in_one_line(results, tmp_path, capsys):
         main(["import", str(linked)])
     assert "holds no results" in str(err.value)
     assert snapshot(results) == {}
+
+
+def without_filters(monkeypatch) -> None:
+    """This Python made to behave as one before 3.11.4 (Debian 12's 3.11.2): no ``tarfile.data_filter``, and
+    ``extractall`` refuses the ``filter`` keyword."""
+    monkeypatch.delattr(tarfile, "data_filter")
+    extractall = tarfile.TarFile.extractall
+
+    def old_extractall(self, path=".", members=None, *, numeric_owner=False, **kwargs):
+        if kwargs:
+            raise TypeError(f"TarFile.extractall() got an unexpected keyword argument {next(iter(kwargs))!r}")
+        return extractall(self, path, members, numeric_owner=numeric_owner)
+
+    monkeypatch.setattr(tarfile.TarFile, "extractall", old_extractall)
+
+
+def unpacked(archive: Path, into: Path) -> tuple[str, dict[str, tuple[int, bytes]]]:
+    """What ``unpack`` makes of ``archive``: its error line (or ""), and every path it wrote with its mode and bytes."""
+    from ncbook.transfer import ImportProblem, unpack
+    into.mkdir(parents=True)
+    try:
+        said = "; ".join(unpack(archive, into))
+    except ImportProblem as err:
+        said = str(err).replace(str(archive), "ARCHIVE")
+    return said, {str(p.relative_to(into)): (p.stat().st_mode & 0o7777, p.read_bytes() if p.is_file() else b"")
+                  for p in sorted(into.rglob("*"))}
+
+
+def test_every_python_unpacks_and_refuses_the_same_members(made_elsewhere, results, tmp_path, monkeypatch, capsys):
+    """Where tarfile has no extraction filters (Python before 3.11.4), `import` still takes a good archive, and every
+    archive comes out member for member as the ``data`` filter makes it: the same files, modes and bytes, the same
+    refusals. Fails where `import` passes ``filter=`` to a Python that has none."""
+    def member(tar, name, mode=0o644, data=b"{}", kind=tarfile.REGTYPE):
+        info = tarfile.TarInfo(name)
+        info.mode, info.type, info.size = mode, kind, len(data) if kind == tarfile.REGTYPE else 0
+        tar.addfile(info, io.BytesIO(data) if kind == tarfile.REGTYPE else None)
+
+    cases = {"escape": [("out/../../x.json",)], "absolute": [("/out/abs.json",)], "setuid": [("out/s", 0o4777)],
+             "private": [("out/p", 0o400)], "run": [("out/r", 0o700)],
+             "through": [("out/d", 0o755, b"", tarfile.DIRTYPE), ("out/d/../../../y",)],
+             "link": [("out/l", 0o777, b"", tarfile.SYMTYPE), ("out/ok.json",)]}
+    archives = {}
+    for name, members in cases.items():
+        archives[name] = tmp_path / f"{name}.tar.gz"
+        with tarfile.open(archives[name], "w:gz") as tar:
+            for m in members:
+                member(tar, *m)
+    with_filter = {name: unpacked(a, tmp_path / "with" / name) for name, a in archives.items()}
+    assert "would land outside" in with_filter["escape"][0] and with_filter["escape"][1] == {}
+    assert with_filter["setuid"][1]["out/s"][0] == 0o755 and with_filter["private"][1]["out/p"][0] == 0o600
+    assert "out/abs.json" in with_filter["absolute"][1] and "out/ok.json" in with_filter["link"][1]
+    without_filters(monkeypatch)
+    assert {name: unpacked(a, tmp_path / "without" / name) for name, a in archives.items()} == with_filter
+    assert main(["import", str(tar_of(made_elsewhere, tmp_path))]) == 0
+    assert "jacot_mlp   tiny    imported" in capsys.readouterr().out and main(["verify"]) == 0
+    assert not [p for p in tmp_path.rglob("*") if p.name in ("x.json", "y")]
