@@ -5,10 +5,10 @@ each batch's outputs into an accumulator per layer, and the model needs no chang
     {name: metrics.nc1_trace_ratio(s) for name, s in stats.items()}
 
 Which accumulator a layer gets (:func:`plan`): :class:`ncbook.metrics.StreamingClassStats`, one pass, K d x d
-float64 scatters, where those fit in ``max_bytes``; else :class:`ncbook.metrics.TwoPassClassStats`, K d numbers, which
-runs the model over the batches a second time (so they must be re-iterable: a list, a DataLoader without
-shuffling). A convolutional layer's output, flattened, is wide: layer3 of the CIFAR ResNet18 has d = 16,384, whose
-scatters would take 21 GB.
+float64 scatters, where those and the few batches it keeps fit in ``max_bytes`` (:func:`scatter_bytes`, its peak);
+else :class:`ncbook.metrics.TwoPassClassStats`, K d numbers, which runs the model over the batches a second time (so
+they must be re-iterable: a list, a DataLoader without shuffling). A convolutional layer's output, flattened, is
+wide: layer3 of the CIFAR ResNet18 has d = 16,384, whose scatters would take 21 GB.
 """
 
 from __future__ import annotations
@@ -17,15 +17,21 @@ from collections.abc import Iterable, Iterator
 
 import torch
 
-from .metrics import ClassStats, StreamingClassStats, TwoPassClassStats
+from .metrics import FLUSH_BATCHES, FLUSH_CHUNK_BYTES, ClassStats, StreamingClassStats, TwoPassClassStats
 
 MAX_BYTES = 1 << 30
 """The default memory a layer's accumulator may take (1 GiB)."""
 
 
-def scatter_bytes(num_classes: int, dim: int) -> int:
-    """Bytes of :class:`~ncbook.metrics.StreamingClassStats`' K d x d float64 scatters."""
-    return 8 * num_classes * dim * dim
+def scatter_bytes(num_classes: int, dim: int, batch_rows: int = 0, itemsize: int = 8) -> int:
+    """Peak bytes of :class:`~ncbook.metrics.StreamingClassStats` over batches of ``batch_rows`` features of
+    ``itemsize`` bytes, to its ``finalize``: the K d x d float64 scatters, then three times (what the allocator keeps of
+    freed blocks, measured) the features of ``FLUSH_BATCHES`` batches it keeps and two more in flight and two blocks of
+    rows of a product (at most ``FLUSH_CHUNK_BYTES`` each); it makes no other d x d array (tests/test_hooks.py
+    measures the peak in a child process). ``batch_rows`` 0: the scatters alone."""
+    kept = (FLUSH_BATCHES + 2) * batch_rows * dim * itemsize
+    block = min(dim, max(1, FLUSH_CHUNK_BYTES // (8 * dim))) * dim * 8
+    return 8 * num_classes * dim * dim + 3 * (kept + 2 * block if batch_rows else 0)
 
 
 def two_pass_bytes(num_classes: int, dim: int) -> int:
@@ -33,10 +39,10 @@ def two_pass_bytes(num_classes: int, dim: int) -> int:
     return 2 * 8 * num_classes * dim
 
 
-def plan(num_classes: int, dim: int, max_bytes: int = MAX_BYTES) -> str:
-    """"one pass" where the K d x d scatters fit in ``max_bytes``, else "two passes" where K d numbers do; a one-line
-    ValueError where neither does (checked before anything is allocated)."""
-    if scatter_bytes(num_classes, dim) <= max_bytes:
+def plan(num_classes: int, dim: int, max_bytes: int = MAX_BYTES, batch_rows: int = 0, itemsize: int = 8) -> str:
+    """"one pass" where :func:`scatter_bytes` (of batches of ``batch_rows`` rows) fits in ``max_bytes``, else "two
+    passes" where K d numbers do; a one-line ValueError where neither does (checked before anything is allocated)."""
+    if scatter_bytes(num_classes, dim, batch_rows, itemsize) <= max_bytes:
         return "one pass"
     if two_pass_bytes(num_classes, dim) <= max_bytes:
         return "two passes"
@@ -89,7 +95,7 @@ def layer_stats(model: torch.nn.Module, layers: list[str], batches: Iterable[tup
                     two[name].second(Z, labels["y"])
                 return
             if name not in streams and name not in two:
-                if plan(num_classes, Z.shape[1], max_bytes) == "one pass":
+                if plan(num_classes, Z.shape[1], max_bytes, Z.shape[0], Z.element_size()) == "one pass":
                     streams[name] = StreamingClassStats(num_classes, Z.shape[1], Z.device)
                 elif one_shot:
                     raise ValueError(f"layer {name!r} has {Z.shape[1]:,} features, too many for one pass within "

@@ -484,6 +484,11 @@ all of them: a product with 8 times the rows runs nearer the machine's peak, and
 cost an eighth. The rows kept are at most this many batches of features."""
 
 
+FLUSH_CHUNK_BYTES = 1 << 23
+"""StreamingClassStats adds a class's product to its float64 scatter a block of rows at a time, each block at most this
+many bytes in float64 (8 MiB), so that no d x d temporary is made."""
+
+
 class StreamingClassStats:
     """Class statistics accumulated over batches (``update``) or shards (``merge``); ``finalize()`` -> ClassStats.
 
@@ -542,11 +547,17 @@ class StreamingClassStats:
     def _flush(self) -> None:
         """Add the scatter of the rows kept since the last flush, one product per class in their precision, to the
         float64 scatter."""
+        step = max(1, FLUSH_CHUNK_BYTES // (8 * self.dim))
         for c, rows in enumerate(self._rows):
             if rows:
                 B = torch.cat(rows) if len(rows) > 1 else rows[0]
-                self.scatter[c] += (B.T @ B).to(torch.float64)
                 rows.clear()
+                for i in range(0, self.dim, step):          # a block of rows of the product at a time
+                    block = self.scatter[c, i:i + step]
+                    if B.dtype == torch.float64:
+                        block.addmm_(B[:, i:i + step].T, B)
+                    else:
+                        block.add_(B[:, i:i + step].T @ B)
         self._pending_batches = 0
 
     def merge(self, other: StreamingClassStats) -> StreamingClassStats:
@@ -560,10 +571,11 @@ class StreamingClassStats:
         fresh = self.counts == 0
         self.shift[fresh] = shift[fresh]
         delta = shift - self.shift                          # other's scatter about its shift b, moved to ours a
-        n = other.counts.to(device=self.device, dtype=torch.float64)[:, None, None]
-        self.scatter += (other.scatter.to(self.device) + sums.unsqueeze(2) * delta.unsqueeze(1)
-                         + delta.unsqueeze(2) * sums.unsqueeze(1) + n * delta.unsqueeze(2) * delta.unsqueeze(1))
-        self.sums += sums + n[:, :, 0] * delta
+        n = other.counts.to(device=self.device, dtype=torch.float64)
+        for c, n_c in enumerate(n.tolist()):                # class by class: no K d x d temporary
+            self.scatter[c] += other.scatter[c].to(self.device)
+            self.scatter[c].addr_(sums[c], delta[c]).addr_(delta[c], sums[c]).addr_(delta[c], delta[c], alpha=n_c)
+        self.sums += sums + n[:, None] * delta
         self.counts += other.counts.to(self.device)
         self.cos_sum += other.cos_sum.to(self.device)
         return self
@@ -577,10 +589,12 @@ class StreamingClassStats:
         n = self.counts.to(torch.float64).unsqueeze(1)
         offset = self.sums / n                              # m_c - a_c
         means = self.shift + offset
-        scatter = self.scatter - n.unsqueeze(2) * offset.unsqueeze(2) * offset.unsqueeze(1)
         Q = mean_basis(means)
-        scatter_q = Q.T.unsqueeze(0) @ scatter @ Q.unsqueeze(0)
-        trace = torch.diagonal(scatter, dim1=1, dim2=2).sum(1)
+        # the scatter about the mean, S_c - n_c o_c o_c^T (o_c = m_c - a_c), only ever projected: no d x d temporary
+        offset_q = offset @ Q
+        scatter_q = (Q.T.unsqueeze(0) @ self.scatter @ Q.unsqueeze(0)
+                     - n.unsqueeze(2) * offset_q.unsqueeze(2) * offset_q.unsqueeze(1))
+        trace = torch.diagonal(self.scatter, dim1=1, dim2=2).sum(1) - n[:, 0] * (offset**2).sum(1)
         return ClassStats(self.counts.clone(), means, Q, scatter_q, trace)
 
     def nc3_cosine(self) -> float:
@@ -921,10 +935,16 @@ def classifier_equinorm(W: ArrayLike) -> float:
 def equiangularity(features: ClassStats | ArrayLike, labels: ArrayLike | None = None,
                    global_mean: GlobalMean = "samples") -> float:
     """Standard deviation (K(K-1)/2 - 1 in the denominator) of the cosines between centred class means over the
-    pairs c < c' (Papyan et al. 2020, Fig. 3): 0 when the means are equiangular. rhubarbwu/neural-collapse divides
-    by the number of pairs P = K(K-1)/2 (the population SD), which is sqrt((P-1)/P) times this. ``global_mean``: the
+    pairs c < c' (Papyan et al. 2020, Fig. 3): 0 when the means are equiangular. rhubarbwu/neural-collapse's
+    ``kernel_stats`` reports a variance instead, over the P = K(K-1)/2 pairs (the population one), of a kernel of the
+    normalised centred means, by default their distance sqrt(2 - 2 cos), not their cosine: with the inner product as
+    its kernel it is (P-1)/P times the square of this. Needs K >= 3 (one pair has no spread). ``global_mean``: the
     centring (module docstring; "class_means" for unbalanced classes)."""
-    return float(_centred_mean_cosines(_stats(features, labels), global_mean).std())
+    s = _stats(features, labels)
+    if s.num_classes < 3:
+        raise ValueError(f"equiangularity needs K >= 3 classes (the cosine of one pair has no spread), "
+                         f"got K={s.num_classes}")
+    return float(_centred_mean_cosines(s, global_mean).std())
 
 
 def max_angle_deviation(features: ClassStats | ArrayLike, labels: ArrayLike | None = None,
@@ -940,8 +960,10 @@ def coherence(features: ClassStats | ArrayLike, labels: ArrayLike | None = None,
               global_mean: GlobalMean = "samples") -> float:
     """Coherence of the centred class means, max over c != c' of ``|cos(mu_c - mu_G, mu_c' - mu_G)|``: at least
     1/(K-1) for K vectors spanning at most K - 1 dimensions (Welch 1974; Strohmer & Heath 2003), with equality
-    exactly when their directions form an equiangular tight frame, a simplex ETF's; their norms may differ (with
-    unbalanced classes, centred at the samples' mean), so equality is an ETF only for balanced classes.
+    exactly when their directions form an equiangular tight frame, a simplex ETF's; their norms may still differ:
+    centred at the samples' mean with unbalanced classes, means of norms proportional to 1/n_c along a simplex's
+    directions reach it. Centred at the mean of the class means (``global_mean="class_means"``, any class sizes) or at
+    the samples' mean with balanced classes, equality holds exactly at a simplex ETF of the means.
     ``global_mean``: the centring (module docstring; "class_means" for unbalanced classes)."""
     return float(_centred_mean_cosines(_stats(features, labels), global_mean).abs().max())
 
