@@ -416,19 +416,26 @@ def test_peer_metrics_refuse_what_they_cannot_measure():
         m.nc4_ncc_agreement(bad, y, m.class_means(Z, y))
 
 
-def test_pinv_nc1_vanishes_when_the_spread_is_orthogonal_to_the_means_span_and_the_trace_ratio_does_not():
-    """Chapter 1 (issue 50): "both vanish exactly when every sample sits on its class mean" is wrong for Tirer et
-    al.'s NC1_+: three classes on a triangle in a plane, each sample one unit above or below it, have NC1_+ = 0 with
-    tr Sigma_W = 1; only the trace ratio vanishes exactly at collapse."""
+@pytest.mark.parametrize("r,above", [(2.0, (2, 2, 2)), (1.0, (2, 2, 2)), (3.0, (1, 1, 1)), (2.0, (3, 3, 3)),
+                                     (2.0, (1, 2, 3)), (1.0, (2, 3, 2))])
+def test_pinv_nc1_vanishes_when_the_spread_is_orthogonal_to_the_means_span_and_the_trace_ratio_does_not(r, above):
+    """Chapter 1 (issues 50, 59): "both vanish exactly when every sample sits on its class mean" is wrong for Tirer et
+    al.'s NC1_+: three classes of 4 samples on an equilateral triangle of circumradius r, each sample one unit above
+    or below its plane, ``above[c]`` of class c above. With the same share p above in every class NC1_+ = 0 and
+    NC1_tr = 4 p (1 - p) / r^2 (1/4 only at r = 2, p = 1/2); with different shares NC1_+ > 0."""
     import math
 
-    corners = 2 * torch.tensor([[1.0, 0.0], [-0.5, math.sqrt(3) / 2], [-0.5, -math.sqrt(3) / 2]], dtype=torch.float64)
+    corners = r * torch.tensor([[1.0, 0.0], [-0.5, math.sqrt(3) / 2], [-0.5, -math.sqrt(3) / 2]], dtype=torch.float64)
     up = torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64)
-    H = torch.stack([torch.cat([corners[c], torch.zeros(1, dtype=torch.float64)]) + s * up
-                     for c in range(3) for s in (1.0, -1.0)])
-    y = torch.arange(3).repeat_interleave(2)
-    assert m.nc1_pinv(H, y) == pytest.approx(0.0, abs=1e-12)
-    assert m.nc1_trace_ratio(H, y) == pytest.approx(0.25)
+    H = torch.stack([torch.cat([corners[c], torch.zeros(1, dtype=torch.float64)]) + (1.0 if i < above[c] else -1.0) * up
+                     for c in range(3) for i in range(4)])
+    y = torch.arange(3).repeat_interleave(4)
+    if len(set(above)) == 1:
+        p = above[0] / 4
+        assert m.nc1_pinv(H, y) == pytest.approx(0.0, abs=1e-12)
+        assert m.nc1_trace_ratio(H, y) == pytest.approx(4 * p * (1 - p) / r**2, rel=1e-12)
+    else:
+        assert m.nc1_pinv(H, y) > 1e-3
 
 
 def test_coherence_reaches_the_welch_bound_off_an_etf_with_unbalanced_classes():
@@ -480,3 +487,62 @@ def test_class_sums_at_once_are_the_blocked_class_sums(monkeypatch, device_chunk
     cpu = m._class_sums(Z, y, 7)
     once = m._class_sums_at_once(Z, y, 7, rows)
     np.testing.assert_allclose(once.numpy(), cpu.numpy(), rtol=1e-14)      # float32 sums of other blocks: ~1e-7
+
+
+def unbalanced_etf(K: int, sizes: list[int], seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every sample exactly on its class mean, the means a simplex ETF about an offset, classes of ``sizes``."""
+    g = torch.Generator().manual_seed(seed)
+    Q, _ = torch.linalg.qr(torch.randn(K + 2, K, generator=g, dtype=torch.float64))
+    offset = torch.randn(K + 2, generator=g, dtype=torch.float64)
+    etf = 3.0 * (torch.eye(K, dtype=torch.float64) - 1 / K) @ Q.T + offset
+    y = torch.repeat_interleave(torch.arange(K), torch.tensor(sizes))
+    return etf[y], y
+
+
+GEOMETRY = ("nc2_etf_distance", "equinorm", "equiangularity", "max_angle_deviation", "coherence")
+
+
+@pytest.mark.parametrize("K", [3, 4, 6])
+def test_an_unbalanced_exact_etf_reads_ideal_under_the_class_means_centre_only_for_k_at_least_3(K):
+    """Chapter 1 (issue 59): with K >= 3 unbalanced classes every metric of the means' geometry reads an exact ETF as
+    ideal centred at the mean of the class means and as not ideal centred at the samples' mean (the coherence above
+    1/(K-1), the rest above 0)."""
+    Z, y = unbalanced_etf(K, [1 + 3 * c for c in range(K)])
+    ideal = {"coherence": 1 / (K - 1)}
+    for name in GEOMETRY:
+        f = getattr(m, name)
+        assert f(Z, y, global_mean="class_means") == pytest.approx(ideal.get(name, 0.0), abs=1e-9), name
+        assert f(Z, y, global_mean="samples") > ideal.get(name, 0.0) + 1e-3, name
+    Zb, yb = unbalanced_etf(K, [5] * K)                                  # balanced: the two centres agree
+    assert all(getattr(m, n)(Zb, yb) == pytest.approx(ideal.get(n, 0.0), abs=1e-9) for n in GEOMETRY)
+
+
+def test_with_two_classes_coherence_and_the_maximal_angle_read_ideal_under_either_centre():
+    """Chapter 1 (issue 59): for K = 2 any centre between the two means leaves them opposite, so the coherence (1) and
+    the maximal-angle deviation (0) read an unbalanced exact ETF as ideal under both centrings; NC2 and equinorm
+    still tell them apart; equiangularity (one pair) is refused on one line."""
+    Z, y = unbalanced_etf(2, [2, 9])
+    for centre in ("samples", "class_means"):
+        assert m.coherence(Z, y, global_mean=centre) == pytest.approx(1.0, abs=1e-12)
+        assert m.max_angle_deviation(Z, y, global_mean=centre) == pytest.approx(0.0, abs=1e-12)
+    assert m.equinorm(Z, y, global_mean="class_means") < 1e-12 < 1e-3 < m.equinorm(Z, y)
+    assert m.nc2_etf_distance(Z, y, global_mean="class_means") < 1e-9 < 1e-3 < m.nc2_etf_distance(Z, y)
+    with pytest.raises(ValueError, match=r"^equiangularity needs K >= 3 classes .* got K=2$"):
+        m.equiangularity(Z, y)
+
+
+def test_coherence_at_the_welch_bound_centred_at_the_class_means_is_an_etf_whatever_the_class_sizes():
+    """``metrics.coherence`` (issue 59): its docstring said "equality is an ETF only for balanced classes"; centred
+    at the mean of the class means the centred means sum to 0, so equality forces a simplex ETF with any sizes. The
+    construction that reaches 1/(K-1) off an ETF centred at the samples (norms 1/n_c along a simplex's directions)
+    is above the bound centred at the class means, and an exact ETF with sizes 1, 2, 3 is at it."""
+    import math
+
+    u = torch.tensor([[1.0, 0.0], [-0.5, math.sqrt(3) / 2], [-0.5, -math.sqrt(3) / 2]], dtype=torch.float64)
+    counts = [1, 2, 3]
+    H = torch.cat([(u[c] / n).repeat(n, 1) for c, n in enumerate(counts)])
+    y = torch.cat([torch.full((n,), c) for c, n in enumerate(counts)])
+    assert m.coherence(H, y) == pytest.approx(0.5, abs=1e-12)
+    assert m.coherence(H, y, global_mean="class_means") > 0.5 + 1e-2
+    Z, yz = unbalanced_etf(3, counts)
+    assert m.coherence(Z, yz, global_mean="class_means") == pytest.approx(0.5, abs=1e-12)
