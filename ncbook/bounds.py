@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
 import torch
@@ -371,11 +372,15 @@ def top_hessian_eigenvalue(loss_fn, params: list[torch.Tensor], iters: int = 100
     return lam
 
 
-def largest_hessian_eigenvalue(loss_fn, params: list[torch.Tensor], tol: float = 1e-4) -> float:
-    """The largest (algebraic) eigenvalue of the Hessian of ``loss_fn(params)``, by Lanczos (scipy's eigsh, 'LA') on
-    Hessian-vector products (double backward), from a fixed start: GD with step eta is stable at these weights only
-    if eta < 2 / it (Sec. 5.2). Power iteration (:func:`top_hessian_eigenvalue`) finds the largest in magnitude,
-    which may be a negative one, and converges slowly where the top two are close."""
+def largest_hessian_eigenvalue(loss_fn, params: list[torch.Tensor], tol: float = 1e-4,
+                               which: Literal["LA", "SA"] = "LA") -> float:
+    """The largest (algebraic) eigenvalue of the Hessian of ``loss_fn(params)`` (``which="SA"``: the smallest), by
+    Lanczos (scipy's eigsh) on Hessian-vector products (double backward), from a fixed start: GD with step eta is
+    stable at these weights only if eta < 2 / it (Sec. 5.2). Power iteration (:func:`top_hessian_eigenvalue`) finds
+    the largest in magnitude, which may be a negative one, and converges at the rate |lambda_2| / |lambda_1| of the two
+    largest in magnitude: slowly where they are close, as where the most negative nearly matches the top."""
+    if which != "LA" and which != "SA":
+        raise ValueError(f"which must be 'LA' (the largest eigenvalue) or 'SA' (the smallest), got {which!r}")
     from scipy.sparse.linalg import LinearOperator, eigsh
 
     sizes = [p.numel() for p in params]
@@ -389,7 +394,7 @@ def largest_hessian_eigenvalue(loss_fn, params: list[torch.Tensor], tol: float =
 
     n = sum(sizes)
     op = LinearOperator((n, n), matvec=matvec, dtype=np.float64)
-    return float(eigsh(op, k=1, which="LA", v0=np.ones(n), tol=tol, return_eigenvectors=False)[0])
+    return float(eigsh(op, k=1, which=which, v0=np.ones(n), tol=tol, return_eigenvectors=False)[0])
 
 
 def interpolating_network(X: torch.Tensor, labels: torch.Tensor, width: int, head_width: int, L2: int,

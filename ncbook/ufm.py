@@ -445,7 +445,8 @@ def gradient_growth_constant(p: UFM) -> float:
 
 def sharp_gradient_growth_constant(p: UFM) -> float:
     """max(lam_H, 1/lam_W - lam_H), the smallest M of Lemma B.1: Kn grad L(H) = H (lam_H I - B) with
-    0 <= B <= I / lam_W (chapter 3), attained as H -> 0 along the class means and as H grows."""
+    0 <= B <= I / lam_W (chapter 3); attained (by H with H Y^T = 0) where lam_H lam_W >= 1/2, elsewhere a supremum
+    approached as H -> 0 along the class means."""
     return max(p.lam_H, 1 / p.lam_W - p.lam_H)
 
 

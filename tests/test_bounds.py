@@ -578,3 +578,26 @@ def test_thm_4_4s_printed_eps1_limit_is_thm_3_1s_at_eps1_not_eps1_sqrt_2():
         small = bounds.thm44_eps1_max(K, N, 0.5)              # s_K(Y) binds
         assert small == pytest.approx(0.5 / math.sqrt(2)) and bracket(small, K, N) > 0
     assert round(bracket(bounds.thm44_eps1_max(4, 100, 1e9, as_printed=True), 4, 100), 3) == -0.359
+
+
+@pytest.mark.parametrize("L2", [2, 3])
+def test_theorem_3_1s_kappa_and_nc2_bounds_are_attained_at_exact_interpolation_only_with_balanced_layers(digits100, L2):
+    """Results index (issue 59): (3) and (4) are attained at exact interpolation *and* exactly balanced linear layers
+    (eps1 = eps2 = 0). Moving weight between two linear layers (W_L times a, W_{L-1} over a) keeps the product, so
+    the interpolation stays exact and NC2 and kappa(W_L) barely move, but eps2 > 0 puts both bounds above them:
+    finite for a = 1 + 1e-10 (eps2 ~ 3e-10), infinite for a = 1.5."""
+    X, y = digits100
+    net = bounds.interpolating_network(X, y, 400, 12, L2, noise=0.0)
+    th = bounds.theorem_3_1(net, X, y)
+    exact = bounds.at_eps2(th, 0.0)
+    assert th.eps1 < 1e-10 and exact.bound_nc2 == pytest.approx(th.nc2, rel=1e-9)
+    assert exact.bound_kappa_WL_fixed == pytest.approx(th.kappa_WL, rel=1e-9)
+    for a, finite in ((1 + 1e-10, True), (1.5, False)):
+        moved = bounds.interpolating_network(X, y, 400, 12, L2, noise=0.0)
+        with torch.no_grad():
+            moved.weights[-1].mul_(a)
+            moved.weights[-2].div_(a)
+        t = bounds.theorem_3_1(moved, X, y)
+        assert t.eps1 < 1e-10 and t.eps2 > 1e-11 and t.nc2 == pytest.approx(th.nc2, rel=1e-9)
+        assert math.isfinite(t.bound_nc2) == finite and t.bound_nc2 > t.nc2 * (1 + 1e-4)
+        assert t.bound_kappa_WL_fixed > t.kappa_WL * (1 + 1e-4)

@@ -390,10 +390,11 @@ def test_flow_in_lemma_variables_equals_the_gradient_flow():
 
 
 @pytest.mark.parametrize("lw,lh", [(2.0, 1.0), (1.0, 0.5), (0.5, 3.0), (1.0, 0.01)])
-def test_lemma_b1_sharp_constant_is_attained_and_the_lemmas_is_within_5_4_only_as_lam_h_vanishes(lw, lh):
+def test_lemma_b1_sharp_constant_is_reached_by_a_search(lw, lh):
     """Kn grad L(H) = H (lam_H I - B), 0 <= B <= I/lam_W: the ratio never exceeds max(lam_H, 1/lam_W - lam_H) and a
-    search reaches it; the lemma's M is 5/4 of it only as lam_H -> 0 (issue 50: the results index said "tight
-    within 1.25"; at (2, 1) it is 1.625 times the sharp constant)."""
+    search reaches it (or its supremum); the lemma's M over it is (5/4 + c) / max(c, 1 - c), c = lam_H lam_W (issue 50:
+    the results index said "tight within 1.25"; at (2, 1) it is 1.625 times the sharp constant; issue 59: 5/4 at
+    c -> 0 and at c = 5, below beyond)."""
     import scipy.optimize
 
     p = ufm.UFM(3, 4, 5, lw, lh)
@@ -408,4 +409,39 @@ def test_lemma_b1_sharp_constant_is_attained_and_the_lemmas_is_within_5_4_only_a
     sharp = ufm.sharp_gradient_growth_constant(p)
     assert sharp * (1 - 1e-4) < found <= sharp * (1 + 1e-9)
     M = ufm.gradient_growth_constant(p)
-    assert (M / sharp <= 1.25 * 1.02) == (lh <= 0.01), M / sharp
+    assert M / sharp == pytest.approx((1.25 + p.c) / max(p.c, 1 - p.c), rel=1e-12)
+
+
+@pytest.mark.parametrize("c", [1e-9, 0.2, 0.5, 0.8, 2.0, 5.0, 7.0, 50.0])
+def test_lemma_b1s_constant_over_the_sharp_one_is_a_function_of_lam_h_lam_w_equal_to_5_4_at_0_and_at_5(c):
+    """Issue 59: M / max(lam_H, 1/lam_W - lam_H) = (5/4 + c) / max(c, 1 - c) with c = lam_H lam_W, whatever lam_W:
+    5/4 as c -> 0, 3.5 at c = 1/2 (its largest), 5/4 again at c = 5 and below 5/4 beyond, tending to 1. The old
+    wording ("5/4 of it only as lam_H -> 0") fails at c = 5 and beyond."""
+    for lam_W in (0.25, 1.0, 4.0):
+        p = ufm.UFM(3, 5, 4, lam_W, c / lam_W)
+        ratio = ufm.gradient_growth_constant(p) / ufm.sharp_gradient_growth_constant(p)
+        assert ratio == pytest.approx((1.25 + c) / max(c, 1 - c), rel=1e-12)
+        assert 1 < ratio <= 3.5 * (1 + 1e-12)
+        assert (ratio < 1.25 * (1 - 1e-9)) == (c > 5) and (ratio == pytest.approx(1.25, abs=1e-8)) == (c in (1e-9, 5))
+
+
+@pytest.mark.parametrize("lw,lh", [(1.0, 0.5), (2.0, 1.0), (0.5, 3.0), (1.0, 6.0), (1.0, 0.2), (2.0, 0.01)])
+def test_lemma_b1s_sharp_constant_is_attained_exactly_when_lam_h_lam_w_is_at_least_one_half(lw, lh):
+    """Issue 59: for c = lam_H lam_W >= 1/2 the sharp constant lam_H is attained by features orthogonal to every
+    class's indicator (H Y^T = 0: then B H^T = 0); for c < 1/2 it, 1/lam_W - lam_H, is only a supremum, approached as
+    H -> 0 along the class means and reached by no H != 0 (B < I/lam_W on every row of H)."""
+    p = ufm.UFM(3, 5, 4, lw, lh)
+    sharp = ufm.sharp_gradient_growth_constant(p)
+    rng = np.random.default_rng(1)
+    Y = ufm.targets(p.K, p.n)
+    ratio = lambda H: np.linalg.norm(ufm.central_path_gradient(H, p)) / np.linalg.norm(H)   # noqa: E731
+    H = rng.normal(size=(p.d, p.N))
+    H -= H @ np.linalg.pinv(Y) @ Y                               # rows orthogonal to the class indicators
+    assert ratio(H) == pytest.approx(p.lam_H, rel=1e-10)
+    means = rng.normal(size=(p.d, p.K)) @ Y                      # features on their class means
+    along = [ratio(eps * means) for eps in (1e-1, 1e-3, 1e-5)]
+    if p.c >= 0.5:
+        assert ratio(H) == pytest.approx(sharp, rel=1e-10)
+    else:
+        assert max(ratio(H), *along) < sharp and along[-1] == pytest.approx(sharp, rel=1e-6)
+        assert along == sorted(along)                            # increasing towards the supremum as H -> 0
