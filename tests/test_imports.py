@@ -76,3 +76,15 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
 def test_no_import_cycle():
     assert find_cycle(graph()) is None
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]     # the check can fail
+
+
+def test_the_layout_table_of_docs_details_lists_every_module_on_its_floor():
+    """docs/details.md's "Layout" table (issue 59: hooks, transfer and batch were missing) has one row per floor, in
+    order, naming exactly that floor's modules."""
+    import re
+
+    text = (PACKAGE.parent / "docs" / "details.md").read_text()
+    table = text[text.index("## Layout"):].split("\n\n")[2]
+    rows = [line.split("|")[2] for line in table.splitlines()[2:]]
+    named = [set(re.findall(r"`(\w+)`", re.sub(r"\([^()]*(?:\([^()]*\)[^()]*)*\)", "", row))) for row in rows]
+    assert named == FLOORS
