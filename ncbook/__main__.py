@@ -35,6 +35,7 @@ try:        # the commands need the 'train' extra; without it --help and --versi
     from .registry import EXPERIMENTS, SCALES, conform, get_experiment
     from .runner import (
         Run,
+        anomalies,
         cached_current,
         check_stored,
         run_point,
@@ -87,7 +88,9 @@ def parse_assignments(items: list[str], cfg_type, multi: bool) -> dict:
         try:
             values = [conform(parse_value(t), known[key]) for t in texts]
         except TypeError as err:
-            raise SystemExit(f"{cfg_type.__name__}.{key} is {known[key]}: {err} in {item!r}") from None
+            kind = known[key].__name__ if isinstance(known[key], type) else str(known[key]).replace("typing.", "")
+            raise SystemExit(f"--{'grid' if multi else 'set'} {item}: {cfg_type.__name__}.{key} takes a {kind}; "
+                             f"{err}") from None
         out[key] = values if multi else values[0]
     return out
 
@@ -139,6 +142,10 @@ def cmd_list(args) -> int:
     total_wall = sum(w for w, _ in shipped.values())
     total_size = sum(b for _, b in shipped.values())
     print(f"{len(shipped)} stored results: {total_wall / 60:.1f} min of recorded wall time, {total_size / 1e6:.2f} MB")
+    root = cache.results_dir()
+    if not root.is_dir():                          # as verify says it: no results folder is not "0 results"
+        print(f"list: {root}: {anomalies()[0][1]}", file=sys.stderr)
+        return 1
     left = sorted((cache.results_dir() / ".checkpoints").glob("*.pt"))
     if left:
         print(f"{len(left)} checkpoint file(s) of stopped runs in {left[0].parent} "

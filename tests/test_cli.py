@@ -255,3 +255,28 @@ def test_version_and_a_missing_results_folder_say_one_line(monkeypatch, capsys):
         err = capsys.readouterr().err
         assert len(err.splitlines()) == 1 and err.startswith(f"{command}: ncbook has no results folder: set "
                                                              "NCBOOK_RESULTS"), err
+
+
+def test_list_says_a_missing_results_folder_as_verify_does(results, capsys):
+    """Issue 59: with NCBOOK_RESULTS at a folder that is not there, list said "0 stored results" (exit 0) where verify
+    says the folder is missing; now both say it, and both exit 1."""
+    assert not results.exists()
+    assert main(["list"]) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines() == [f"list: {results}: the results folder is missing: clone the repository again, or run "
+                                "the experiments"]
+    assert main(["verify"]) == 1 and "the results folder is missing" in capsys.readouterr().out
+
+
+def test_a_setting_of_the_wrong_type_is_named_with_the_option_in_one_line(results):
+    """Issue 59: `--set lr=abc` printed "MLPCollapse.lr is <class 'float'>: ..."; now the option as typed, the
+    setting and its type by name."""
+    for argv, says in [(["run", "jacot_mlp", "--set", "lr=abc"], "--set lr=abc: MLPCollapse.lr takes a float; "
+                                                                 "expected float, got 'abc'"),
+                       (["run", "jacot_mlp", "--set", "seeds=a"], "--set seeds=a: MLPCollapse.seeds takes a "
+                                                                  "tuple[int, ...]; expected int, got 'a'"),
+                       (["sweep", "jacot_mlp", "--grid", "lr=0.1,x"], "--grid lr=0.1,x: MLPCollapse.lr takes a "
+                                                                      "float; expected float, got 'x'")]:
+        with pytest.raises(SystemExit) as stop:
+            main([*argv, "--scale", "tiny", "--device", "cpu"])
+        assert str(stop.value) == says and "<class" not in str(stop.value)
