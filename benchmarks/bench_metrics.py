@@ -9,9 +9,11 @@ All timings are taken side by side in one run and reported as ratios:
 (target: at most 1.5 Grams, at most 1e-6 relative error), and (d) the peers' metrics (CDNV, equinorm,
 equiangularity, coherence from the class statistics; NC4's nearest-class-mean pass)
     against a two-pass accumulator of the usual kind (class means, then a d x d float64 within-class scatter),
-    written here, and against one float32 Gram X^T X; and the one-shot ``class_stats`` against the class-means pass
-    (the ratio within each of many interleaved rounds: median and range) and against one skinny BLAS product
-    (N x d times d x K), the projection its second pass fuses with the shift.
+    written here, against the route of rhubarbwu/neural-collapse's accumulators at their defaults (float32 one-hot
+    class totals, then a pooled float32 d x d scatter; also written here; target: the one-pass at least as fast),
+    and against one float32 Gram X^T X; and the one-shot ``class_stats`` against the class-means pass (the ratio
+    within each of many interleaved rounds: median and range) and against one skinny BLAS product (N x d times d x
+    K), the projection its second pass fuses with the shift.
 """
 
 from __future__ import annotations
@@ -29,17 +31,22 @@ from ncbook import metrics  # noqa: E402
 
 import naive  # noqa: E402
 
+CLOCK = time.perf_counter
+"""What the timings read: wall time, or with ``--cpu-time`` this process's CPU time (on one thread), which the other
+work of a loaded machine does not add to."""
+
 
 def timings(fns: dict, repeats: int) -> dict[str, np.ndarray]:
-    """Wall times (seconds) of each function in ``repeats`` rounds, the functions interleaved within each round so
-    that a slow spell of the machine hits all of them alike; one warm-up round first (numba compiles there)."""
+    """Times (seconds, :data:`CLOCK`) of each function in ``repeats`` rounds, the functions interleaved within each
+    round so that a slow spell of the machine hits all of them alike; one warm-up round first (numba compiles
+    there)."""
     times = {name: [] for name in fns}
     for round_ in range(repeats + 1):
         for name, fn in fns.items():
-            t0 = time.perf_counter()
+            t0 = CLOCK()
             fn()
             if round_:
-                times[name].append(time.perf_counter() - t0)
+                times[name].append(CLOCK() - t0)
     return {name: np.array(v) for name, v in times.items()}
 
 
@@ -85,6 +92,22 @@ def two_pass_accumulator(batches, K: int, d: int) -> tuple[torch.Tensor, torch.T
     return means, Sw
 
 
+def peer_two_pass(batches, K: int, d: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The route of rhubarbwu/neural-collapse's accumulators at their defaults (float32), written here: pass 1 the
+    class totals by a one-hot product, pass 2 the pooled d x d scatter of the rows less their class means."""
+    sums, counts = torch.zeros(K, d), torch.zeros(K)
+    for Z, y in batches:
+        onehot = torch.nn.functional.one_hot(y, K).T.to(Z.dtype)
+        sums += onehot @ Z
+        counts += onehot.sum(1)
+    means = sums / counts[:, None]
+    Sw = torch.zeros(d, d)
+    for Z, y in batches:
+        diff = Z - means[y]
+        Sw += diff.T @ diff
+    return means, Sw
+
+
 def one_pass(batches, K: int, d: int) -> metrics.ClassStats:
     acc = metrics.StreamingClassStats(K, d)
     for Z, y in batches:
@@ -98,7 +121,13 @@ def main() -> None:
     p.add_argument("--d", type=int, default=512)
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--repeats", type=int, default=10)
+    p.add_argument("--cpu-time", action="store_true", help="time CPU time on one thread instead of wall time (for a "
+                   "loaded machine)")
     a = p.parse_args()
+    if a.cpu_time:
+        global CLOCK
+        CLOCK = time.process_time
+        torch.set_num_threads(1)
     rng = np.random.default_rng(0)
     y = rng.integers(0, a.k, a.n)
     Z = (3 * rng.normal(size=(a.k, a.d))[y] + rng.normal(size=(a.n, a.d))).astype(np.float32)
@@ -110,7 +139,8 @@ def main() -> None:
     t_means, t_ours, t_naive = t["means"], t["ours"], t["naive"]
     ours, ref = metrics.nc_metrics(Zt, yt, Wt), naive_suite(Z, y, W, a.k)
 
-    print(f"N={a.n} d={a.d} K={a.k} float32 on CPU, torch threads={torch.get_num_threads()}")
+    print(f"N={a.n} d={a.d} K={a.k} float32 on CPU, torch threads={torch.get_num_threads()}, "
+          f"{'CPU time' if a.cpu_time else 'wall time'}")
     print(f"  one class-means pass        {t_means * 1e3:9.1f} ms")
     print(f"  ncbook, all metrics         {t_ours * 1e3:9.1f} ms")
     print(f"  naive float64 (d x d pinv)  {t_naive * 1e3:9.1f} ms")
@@ -124,6 +154,7 @@ def main() -> None:
     T = timings({"means": lambda: metrics.class_means(Zt, yt), "gram": lambda: Zt.T @ Zt,
                  "two-pass ncbook": lambda: metrics.streamed_class_stats(batches, a.k),
                  "two-pass accumulator": lambda: two_pass_accumulator(batches, a.k, a.d),
+                 "peer two-pass (float32)": lambda: peer_two_pass(batches, a.k, a.d),
                  "one-pass ncbook": lambda: one_pass(batches, a.k, a.d)}, max(3, a.repeats // 3))
     oneshot = timings({"means": lambda: metrics.class_means(Zt, yt), "one-shot": lambda: metrics.class_stats(Zt, yt),
                        "product": lambda: Zt @ Q}, 3 * a.repeats)     # the fast ones, in many more rounds
@@ -156,6 +187,10 @@ def main() -> None:
           "for the projection alone, without the shift)")
     one_pass_grams = t["one-pass ncbook"] / t["gram"]
     print(f"      ncbook one-pass (mergeable) / Gram        {one_pass_grams:6.2f} x   (target <= 1.5)")
+    print(f"      the same, paired in each round            {paired(T, 'one-pass ncbook', 'gram')}")
+    print(f"      peer's float32 two-pass / ncbook one-pass {paired(T, 'peer two-pass (float32)', 'one-pass ncbook')}"
+          "   (target >= 1: the peer's speed or better)")
+    print(f"      peer's float32 two-pass / ncbook two-pass {paired(T, 'peer two-pass (float32)', 'two-pass ncbook')}")
     print(f"      largest relative difference from float64 of NC1, gNC1, NC2, CDNV, equinorm, equiangularity, "
           f"coherence: two-pass {rel:.1e}, one-pass {rel_one:.1e}   (target <= 1e-6)")
     g = float(peers["gram"].min())

@@ -529,12 +529,12 @@ class StreamingClassStats:
             sums = torch.zeros_like(self.sums).index_add_(0, y, Z.to(torch.float64))  # the batch's precision
             self.shift[fresh] = (sums / counts.clamp(min=1).unsqueeze(1))[fresh].to(work).to(torch.float64)
         order = torch.argsort(y, stable=True)
-        ys = y[order]
-        D = Z.index_select(0, order).to(work)             # the shift is representable: one rounding
-        D.sub_(self.shift.to(work).index_select(0, ys))
-        self.sums += torch.zeros(self.sums.shape, dtype=work, device=self.device).index_add_(0, ys, D).to(torch.float64)
+        D = Z.index_select(0, order).to(work)
+        shift = self.shift.to(work)
         for c, block in zip(range(self.num_classes), torch.split(D, counts.tolist())):
             if block.shape[0]:
+                block.sub_(shift[c])                        # the shift is representable: one rounding
+                self.sums[c] += block.sum(0).to(torch.float64)
                 self._rows[c].append(block)
         self._pending_batches += 1
         if self._pending_batches >= FLUSH_BATCHES:
