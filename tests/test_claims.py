@@ -355,3 +355,37 @@ def test_a_result_cut_at_a_record_is_the_run_stopped_there():
     assert sweep[0][0] < sweep[1][0]
     assert [rows[0].verdict for _, rows in sweep] == ["not reproduced", "reproduced"]   # NC1 falls at the last record
     assert "λt: " in claims.format_sweep(sweep)
+
+
+def test_the_results_index_gives_figs_4c_and_5c_their_own_counts():
+    """Issue 60: the results index had the counts of Tirer et al.'s Figs. 4c and 5c swapped."""
+    from pathlib import Path
+
+    rows = {c.where: c for c in _tirer_cpu_rows()}
+    k4, k5 = (int(rows[f"Fig. {f} (c), CE"].holds.sum()) for f in (4, 5))
+    n = rows["Fig. 4 (c), CE"].holds.size
+    text = " ".join((Path(__file__).resolve().parents[1] / "book" / "results_index.md").read_text().split())
+    assert f"({k4} and {k5} of {n} runs over both metrics" in text and k4 != k5
+
+
+def test_the_results_readme_states_jacot_mlps_seeds_as_the_arrays_have_them():
+    """Issue 60: results/README said seed 2 of jacot_mlp/cpu ends at 10% training error (it is 20.04%)."""
+    from pathlib import Path
+
+    from ncbook.runner import get
+
+    r = get("jacot_mlp", "cpu")
+    error = r["train_error"][:, 0, -1]
+    kappa = r["nc2_condition_number"][:, 0, -1, :]
+    text = " ".join((Path(__file__).resolve().parents[1] / "results" / "README.md").read_text().split())
+    assert f"Seed 2 of `jacot_mlp/cpu` ends with {100 * error[2]:.2f}% training error" in text
+    assert f"seeds 0 and 1 end at {100 * error[0]:.2f}% and {100 * error[1]:.2f}%" in text and max(error[:2]) <= 0.01
+
+    def sci(x):
+        return f"{x:.1e}".replace("e+0", "e").replace("e+", "e")
+
+    assert f"{sci(kappa[2, 5])}, {sci(kappa[2, 6])}, {sci(kappa[2, 7])} in the three linear layers, " \
+           f"{sci(kappa[2, 8])} at the output" in text
+    for seed in (0, 1):
+        chain = ", ".join(f"{k:.3g}" if k < 1.1 else f"{k:.2g}" for k in kappa[seed, 4:])
+        assert chain in text, chain
