@@ -377,8 +377,8 @@ def largest_hessian_eigenvalue(loss_fn, params: list[torch.Tensor], tol: float =
     """The largest (algebraic) eigenvalue of the Hessian of ``loss_fn(params)`` (``which="SA"``: the smallest), by
     Lanczos (scipy's eigsh) on Hessian-vector products (double backward), from a fixed start: GD with step eta is
     stable at these weights only if eta < 2 / it (Sec. 5.2). Power iteration (:func:`top_hessian_eigenvalue`) finds
-    the largest in magnitude, which may be a negative one, and converges at the rate |lambda_2| / |lambda_1| of the two
-    largest in magnitude: slowly where they are close, as where the most negative nearly matches the top."""
+    the largest in magnitude, which may be a negative one, and converges at the ratio of the second largest magnitude
+    to the largest: slowly where they are close, as where the most negative nearly matches the top."""
     if which != "LA" and which != "SA":
         raise ValueError(f"which must be 'LA' (the largest eigenvalue) or 'SA' (the smallest), got {which!r}")
     from scipy.sparse.linalg import LinearOperator, eigsh
