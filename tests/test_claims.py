@@ -389,3 +389,36 @@ def test_the_results_readme_states_jacot_mlps_seeds_as_the_arrays_have_them():
     for seed in (0, 1):
         chain = ", ".join(f"{k:.3g}" if k < 1.1 else f"{k:.2g}" for k in kappa[seed, 4:])
         assert chain in text, chain
+
+
+def test_the_results_readme_states_the_wide_mse_ablation_as_the_arrays_have_it():
+    """Issue 60: the regime reached by the 512-wide MSE ablation at the paper's lambda t, as results/README says it:
+    how many runs end (and stay) at zero training error, the others' errors, the baseline NC1 against Table 1's."""
+    from pathlib import Path
+
+    from ncbook import compare
+    from ncbook.registry import get_experiment
+    from ncbook.reproduce import ABLATIONS
+    from ncbook.runner import get
+
+    wide = get("tirer_wd_ablation", "cpu", epochs=1000, hidden=(512, 512, 512), losses=("mse",))
+    narrow = get("tirer_wd_ablation", "cpu")
+    err = wide["train_error"][0]                                   # [seed, setting, record]
+    zero = err[..., -1] == 0
+    onset = [int(wide["epochs"][np.nonzero(e == 0)[0][0]]) for e in err[zero]]
+    assert all((e[np.nonzero(e == 0)[0][0]:] == 0).all() for e in err[zero])          # and they stay there
+    left = err[..., -1][~zero]
+    paper = compare.TIRER_TABLE1["MNIST, MSE"]["NC1"][0]
+    nc1 = compare.ablation_table(wide)["NC1"][0, 0]
+    mse = get_experiment("tirer_wd_ablation").config("cpu").losses.index("mse")
+    nc1_narrow = compare.ablation_table(narrow)["NC1"][mse, 0]
+    text = " ".join((Path(__file__).resolve().parents[1] / "results" / "README.md").read_text().split())
+    assert f"At the end {zero.sum()} of its {zero.size} runs are at zero training error and stay there from epochs " \
+           f"{min(onset)}-{max(onset)} on; the other {(~zero).sum()} end at {round(left.min() * 5000)} to " \
+           f"{round(left.max() * 5000)} digits of 5,000 ({100 * left.min():.2f}-{100 * left.max():.2f}%)" in text
+    not_zero = {(ABLATIONS[j], int(wide["seeds"][i])) for i, j in zip(*np.nonzero(~zero))}
+    assert not_zero == {("WDx2 for H", 0), ("WDx2 for H", 1), ("WDx2 for H", 2), ("WDx2 for W", 0),
+                        ("WDx2 for W", 1), ("baseline", 1)}, not_zero                 # as the text lists them
+    assert f"Its baseline NC1 (the paper's metric, at the end) is {nc1:.4f}, {nc1 / paper:.0f} times Table 1's " \
+           f"{paper} (the 128-wide `cpu` run's is {nc1_narrow / paper:.0f} times)" in text
+
