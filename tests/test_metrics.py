@@ -489,14 +489,11 @@ def test_class_sums_at_once_are_the_blocked_class_sums(monkeypatch, device_chunk
     np.testing.assert_allclose(once.numpy(), cpu.numpy(), rtol=1e-14)      # float32 sums of other blocks: ~1e-7
 
 
-def unbalanced_etf(K: int, sizes: list[int], seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """Every sample exactly on its class mean, the means a simplex ETF about an offset, classes of ``sizes``."""
-    g = torch.Generator().manual_seed(seed)
-    Q, _ = torch.linalg.qr(torch.randn(K + 2, K, generator=g, dtype=torch.float64))
-    offset = torch.randn(K + 2, generator=g, dtype=torch.float64)
-    etf = 3.0 * (torch.eye(K, dtype=torch.float64) - 1 / K) @ Q.T + offset
-    y = torch.repeat_interleave(torch.arange(K), torch.tensor(sizes))
-    return etf[y], y
+def unbalanced_etf(K: int, sizes: list[int], seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`collapsed`'s simplex ETF moved off the origin, with classes of ``sizes``."""
+    _, _, means = collapsed(K, K + 2, seed=seed)
+    y = np.repeat(np.arange(K), sizes)
+    return means[y] + np.random.default_rng(seed).normal(size=K + 2), y
 
 
 GEOMETRY = ("nc2_etf_distance", "equinorm", "equiangularity", "max_angle_deviation", "coherence")
