@@ -25,6 +25,7 @@ import argparse
 import dataclasses
 import importlib.util
 import json
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,8 +33,10 @@ from pathlib import Path
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from ncbook import metrics
-from ncbook.registry import EXPERIMENTS
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))    # the repository's ncbook, installed or not
+
+from ncbook import metrics  # noqa: E402
+from ncbook.registry import EXPERIMENTS  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 

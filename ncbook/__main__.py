@@ -1,4 +1,4 @@
-"""The command line: ``python -m ncbook {list,run,sweep,verify,import}``.
+"""The command line: ``python -m ncbook {list,run,sweep,verify,import,relay}``.
 
     python -m ncbook list
     python -m ncbook run jacot_mlp --scale cpu [--device auto] [--seeds 0 1 2] [--set lr=0.01] [--force]
@@ -7,6 +7,7 @@
                                      [--executor process|submitit-local|slurm] [--force]
     python -m ncbook verify
     python -m ncbook import PATH [--replace]      # results made elsewhere: a folder or a .tar.gz
+    python -m ncbook relay --state .gpu-state --out $OUT --budget-min 8   # one session of the GPU relay
 
 ``run`` and ``sweep`` skip what is already cached and current (``--force`` runs it again); settings are checked
 against the configuration's types and its own checks before any work starts.
@@ -14,13 +15,20 @@ against the configuration's types and its own checks before any work starts.
 
 from __future__ import annotations
 
+import signal
+import sys
+
+# run as a command, an interrupt before main() installs its handler (run --all and the relay stop a run by SIGINT,
+# perhaps while it is still importing torch): one line and exit status 130, no traceback
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, lambda *_: (print("interrupted while starting: nothing was run", file=sys.stderr),
+                                             sys.exit(130)))
+
 import argparse
 import ast
 import itertools
 import multiprocessing
 import shutil
-import signal
-import sys
 import threading
 import typing
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -174,6 +182,8 @@ def cmd_run(args) -> int:
         return cmd_run_all(args)
     if args.name is None:
         raise SystemExit("run needs an experiment's name, or --all for every experiment of the scale")
+    if args.archive is not None or args.budget_min != float("inf"):
+        raise SystemExit("--budget-min and --archive go with --all (one experiment runs to its end, and is cached)")
     exp = get_experiment(args.name)
     cfg_type = exp.config_type(args.scale)
     overrides = parse_assignments(args.set or [], cfg_type, multi=False)
@@ -227,6 +237,27 @@ def cmd_run_all(args) -> int:
     if left:
         print(f"{len(left)} not made: the same command runs them, resuming a stopped one from its checkpoint")
     return 1 if any(s.status.startswith("failed") for s in steps) else 0
+
+
+def cmd_relay(args) -> int:
+    """``relay``: one session of a GPU relay (:mod:`ncbook.relay`)."""
+    import json
+
+    from . import relay
+
+    if not args.budget_min > 0:
+        raise SystemExit(f"--budget-min must be > 0, got {args.budget_min}")
+    try:
+        units = relay.plan_units(args.scale, args.plan)
+        runs = [u.run for u in units]                      # every unit checked before any work
+        if not runs:
+            raise SystemExit(f"relay: the plan has no unit at scale {args.scale!r}")
+        bench = json.loads(args.bench.read_text()) if args.bench is not None and args.bench.is_file() else None
+    except (OSError, ValueError, KeyError) as err:
+        raise SystemExit(f"relay: {err}") from None
+    entry = relay.session(units, args.state, args.out, resolve_device(args.device), args.budget_min * 60,
+                          bench=bench)
+    return 1 if any(r["status"].startswith("failed") for r in entry["runs"]) else 0
 
 
 def cmd_sweep(args) -> int:
@@ -394,6 +425,16 @@ def main(argv: list[str] | None = None) -> int:
     im.add_argument("path", help="a folder of results or a .tar.gz of one (e.g. what a GPU machine returned)")
     im.add_argument("--replace", action="store_true", help="take an imported result where a different current "
                     "result of the same tag is here")
+    rl = sub.add_parser("relay", help="one GPU session of a relay across fresh machines: start from --state (the last "
+                        "session's --out), run what fits in --budget-min, write the next state to --out")
+    rl.add_argument("--state", type=Path, default=None, help="the folder the last session wrote (carried in)")
+    rl.add_argument("--out", type=Path, required=True, help="where this session writes the next state ($OUT)")
+    rl.add_argument("--scale", default="gpu", choices=list(SCALES))
+    rl.add_argument("--plan", type=Path, default=None, help="a JSON list of units ({name, scale, overrides}); "
+                    "default: every experiment at --scale")
+    rl.add_argument("--device", default="auto")
+    rl.add_argument("--budget-min", type=float, required=True)
+    rl.add_argument("--bench", type=Path, default=None, help="the benchmark's figures (bench_gpu.py --json)")
     args = p.parse_args(argv)
     if MISSING is not None:
         print(f"{args.command}: {MISSING}", file=sys.stderr)
@@ -404,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return {"list": cmd_list, "run": cmd_run, "sweep": cmd_sweep, "verify": cmd_verify,
-                "import": cmd_import}[args.command](args)
+                "import": cmd_import, "relay": cmd_relay}[args.command](args)
     except cache.CacheError as err:
         if err.kind != "no-results-dir":
             raise

@@ -44,11 +44,12 @@ def pending(scale: str, device: str, names: list[str] | None = None,
     return sorted(out, key=lambda r: (r[1], r[0].name))
 
 
-def run_one(run: Run, device: str, left_s: float, root: Path | None = None, python: str = sys.executable) -> str:
-    """``python -m ncbook run`` of one result in a process of its own (its progress and messages shown as it
-    goes), stopped by SIGINT (then killed, if it has not stopped a minute later) when ``left_s`` seconds have
+def run_one(run: Run, device: str, left_s: float, root: Path | None = None, python: str = sys.executable,
+            cmd: list[str] | None = None) -> str:
+    """``python -m ncbook run`` of one result (or ``cmd``) in a process of its own (its progress and messages shown
+    as it goes), stopped by SIGINT (then killed, if it has not stopped a minute later) when ``left_s`` seconds have
     passed: "made", "stopped at the budget ..." or "failed ..."."""
-    cmd = [python, "-m", "ncbook", "run", run.name, "--scale", run.scale, "--device", device]
+    cmd = cmd or [python, "-m", "ncbook", "run", run.name, "--scale", run.scale, "--device", device]
     env = os.environ | ({"NCBOOK_RESULTS": str(root)} if root is not None else {})
     proc = subprocess.Popen(cmd, env=env)
     try:

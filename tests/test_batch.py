@@ -54,7 +54,10 @@ def test_what_it_makes_is_packed_and_imports_elsewhere(results, tmp_path, capsys
 def test_the_command_line_refuses_what_it_cannot_do(results):
     for argv, says in [(["run", "--all", "--scale", "tiny", "--budget-min", "0"], "--budget-min must be > 0"),
                        (["run", "jacot_mlp", "--all", "--scale", "tiny"], "give no name"),
-                       (["run", "--scale", "tiny"], "run needs an experiment's name")]:
+                       (["run", "--scale", "tiny"], "run needs an experiment's name"),
+                       (["run", "jacot_mlp", "--scale", "tiny", "--budget-min", "3"], "go with --all"),
+                       (["run", "jacot_mlp", "--scale", "tiny", "--archive", "x.tar.gz"], "go with --all"),
+                       (["relay", "--out", "o", "--scale", "tiny", "--budget-min", "0"], "--budget-min must be > 0")]:
         with pytest.raises(SystemExit, match=says):
             main(argv)
 

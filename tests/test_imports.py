@@ -16,7 +16,7 @@ FLOORS = [
     {"registry", "cost"},                                     # configuration as data, its cost
     {"runner", "scaling"},                                    # results run and loaded; what governs them
     {"compare", "transfer", "batch"},                         # results read against the papers, brought in, batched
-    {"claims"},                                               # the papers' claims as data, the verdict rule
+    {"claims", "relay"},                                      # the claims and the verdict rule; the GPU relay
     {"exercises"},                                            # the exercises' answers, recomputed to check them
     {"plotting"},
     {"interactive", "__main__"},

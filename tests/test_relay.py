@@ -1,0 +1,145 @@
+"""ncbook.relay: GPU sessions that add up across fresh machines (issue 61), proved on the CPU.
+
+Each "machine" is a fresh copy of what the device tool carries (the tracked files and the untracked ones git does not
+ignore), with nothing but the state the previous session wrote to its ``$OUT``, run with a ``python`` that has torch
+and numpy but no ncbook installed (``-S``: no .pth files, so no editable install)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from ncbook import relay
+from ncbook.runner import Run, check_stored
+from ncbook.transfer import import_results
+
+ROOT = Path(__file__).resolve().parents[1]
+LONG = {"name": "jacot_mlp", "scale": "tiny", "overrides": {"steps": 3000}}
+PLAN = [{"name": "collapse_picture", "scale": "tiny"}, {"name": "linear_head", "scale": "tiny"}, LONG]
+
+
+def fresh_machine(into: Path) -> Path:
+    """What the device tool carries to a bare machine: the tracked files and the untracked ones git does not ignore."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True,
+                           check=True).stdout.decode().split("\0")
+    for f in filter(None, files):
+        src = ROOT / f
+        if src.is_file() and not f.startswith(("book/", "docs/")):
+            (into / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, into / f)
+    return into
+
+
+def bare_python(bin_dir: Path) -> dict:
+    """An environment whose ``python3`` has the venv's packages but no ncbook (``-S``, PYTHONPATH = site-packages)."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    (bin_dir / "python3").write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')
+    (bin_dir / "python3").chmod(0o755)
+    return {**{k: v for k, v in os.environ.items() if not k.startswith(("NCBOOK_", "PYTHON"))},
+            "PATH": f"{bin_dir}:{os.environ['PATH']}", "PYTHONPATH": sysconfig.get_paths()["purelib"],
+            "TQDM_DISABLE": "1", "OMP_NUM_THREADS": "1"}
+
+
+@pytest.mark.slow
+def test_relay_completes_a_multi_session_plan_across_fresh_machines(tmp_path):
+    """Sessions of 20 s on fresh machines, each from the previous one's $OUT alone, on a plan of three tiny runs, one
+    of them (3,000 steps) longer than a session: the plan completes over several sessions, each $OUT is five files at
+    most within the size limit, the long run resumes where the last session's checkpoint left it (so no step is
+    computed twice beyond one checkpoint interval, 150 steps), and every result imports and verifies at home."""
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(PLAN))
+    env = bare_python(tmp_path / "bin")
+    state, ledger = None, None
+    for k in range(15):
+        machine = fresh_machine(tmp_path / f"machine{k}")
+        if state is not None:
+            shutil.copytree(state, machine / ".gpu-state")
+        out = tmp_path / f"out{k}"
+        args = ["python3", "-m", "ncbook", "relay", "--plan", str(plan), "--scale", "tiny", "--device", "cpu",
+                "--budget-min", str(20 / 60), "--out", str(out)] + (["--state", ".gpu-state"] if state else [])
+        done = subprocess.run(args, cwd=machine, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        assert "Traceback" not in done.stderr, done.stderr[-2000:]
+        made = sorted(p.name for p in out.iterdir())
+        assert set(made) <= set(relay.FILES) and all((out / f).stat().st_size <= relay.MAX_FILE for f in made)
+        ledger, state = json.loads((out / relay.LEDGER).read_text()), out
+        shutil.rmtree(machine)
+        if "3 of 3 results current" in (out / relay.LOG).read_text():
+            break
+    assert "3 of 3 results current" in (state / relay.LOG).read_text(), (state / relay.LOG).read_text()
+    long = [[r for r in s["runs"] if r["result"].startswith("jacot_mlp/")] for s in ledger["sessions"]]
+    worked = [rows[0] for rows in long if rows and "spent_s" in rows[0]]
+    assert len(worked) >= 2, ledger                                  # longer than a session: it was resumed
+    assert worked[-1]["status"] == "made"
+    for before, after in zip(worked, worked[1:]):                   # nothing carried over was lost
+        assert after["start_step"] == before["end_step"], (before, after)
+    ends = [r["end_step"] for r in worked[:-1] if r["end_step"] is not None]
+    assert ends and all(e % 150 == 0 for e in ends)                  # checkpoints every 150 of 3,000 steps
+    home = tmp_path / "home"
+    outcomes, _ = import_results(state / relay.RESULTS, home)
+    assert sorted(o.status for o in outcomes) == ["imported"] * 3
+    for unit in PLAN:
+        run = Run.of(unit["name"], unit["scale"], **unit.get("overrides", {}))
+        check_stored(run.name, run.tag, home)
+
+
+def test_the_plan_resumes_first_then_cheapest_and_skips_what_cannot_be_carried(tmp_path):
+    """A carried checkpoint runs first; then the cheapest by the best estimate (a full time measured on this device
+    kind beats the cost model); a run that cannot finish in the time left and whose checkpoint could not be carried
+    is not started (and the session says why)."""
+    units = relay.plan_units("tiny", None)[:3]
+    ledger = relay.read_ledger(None)
+    first = relay.plan(units, ledger, {}, "cpu", "cpu", tmp_path)
+    assert [p[3] for p in first] == [False] * len(first) and [p[2] for p in first] == ["cost model"] * len(first)
+    ckpt = units[-1].run.checkpoint(tmp_path)
+    ckpt.parent.mkdir(parents=True)
+    ckpt.write_bytes(b"")
+    ledger["full_s"]["cpu"] = {f"{units[1].name}/{units[1].run.tag}": 0.0}
+    order = relay.plan(units, ledger, {}, "cpu", "cpu", tmp_path)
+    assert order[0][0] == units[-1] and order[0][3]                   # the resumed run first
+    assert order[1][0] == units[1] and order[1][2] == "measured"      # then the cheapest, by its measured time
+    ckpt.unlink()
+    state = tmp_path / "state"
+    state.mkdir()
+    run = units[0].run
+    (state / relay.LEDGER).write_text(json.dumps(relay.read_ledger(None) | {
+        "full_s": {"cpu": {f"{units[0].name}/{run.tag}": 1e6}}, "uncarried": {run.key: 10**9}}))
+    entry = relay.session(units[:1], state, tmp_path / "out", "cpu", 5.0, tmp_path / "results")
+    assert entry["runs"][0]["status"].startswith("not started: needs 1000000 s"), entry
+
+
+@pytest.mark.slow
+def test_the_session_script_runs_on_a_bare_machine(tmp_path):
+    """scripts/gpu_session.sh on a fresh machine whose python3 has no ncbook, with a carried benchmark of this device
+    kind (reused, not rerun) and a wheel that cannot install (one line, and the session goes on): it writes the next
+    state, nothing else, and no traceback."""
+    machine = fresh_machine(tmp_path / "machine")
+    (machine / ".gpu-state").mkdir()
+    (machine / ".gpu-state" / relay.BENCH).write_text(json.dumps({"device": "cpu", "gpu": None}))
+    (machine / ".whl").mkdir()
+    (machine / ".whl" / "broken-0.1-py3-none-any.whl").write_bytes(b"not a wheel")
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(PLAN[:1]))
+    out = tmp_path / "out"
+    env = bare_python(tmp_path / "bin") | {"OUT": str(out), "BUDGET_MIN": "2", "SCALE": "tiny", "PLAN": str(plan)}
+    done = subprocess.run(["bash", "scripts/gpu_session.sh"], cwd=machine, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    text = done.stdout + done.stderr
+    assert "Traceback" not in text and "the carried benchmark of cpu is reused" in text
+    assert "the carried wheels did not install" in text
+    assert sorted(p.name for p in out.iterdir()) == sorted([relay.RESULTS, relay.LEDGER, relay.BENCH, relay.LOG])
+    assert "1 of 1 results current" in (out / relay.LOG).read_text()
+
+
+def test_bench_gpu_imports_the_repositorys_ncbook_without_an_install(tmp_path):
+    """benchmarks/bench_gpu.py run as a script on a machine where ncbook is not installed finds the repository's."""
+    env = bare_python(tmp_path / "bin")
+    done = subprocess.run(["python3", "benchmarks/bench_gpu.py", "--help"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0 and "usage" in done.stdout, done.stderr[-2000:]
