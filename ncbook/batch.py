@@ -45,12 +45,12 @@ def pending(scale: str, device: str, names: list[str] | None = None,
 
 
 def run_one(run: Run, device: str, left_s: float, root: Path | None = None, python: str = sys.executable,
-            cmd: list[str] | None = None) -> str:
+            cmd: list[str] | None = None, env: dict[str, str] | None = None) -> str:
     """``python -m ncbook run`` of one result (or ``cmd``) in a process of its own (its progress and messages shown
     as it goes), stopped by SIGINT (then killed, if it has not stopped a minute later) when ``left_s`` seconds have
     passed: "made", "stopped at the budget ..." or "failed ..."."""
     cmd = cmd or [python, "-m", "ncbook", "run", run.name, "--scale", run.scale, "--device", device]
-    env = os.environ | ({"NCBOOK_RESULTS": str(root)} if root is not None else {})
+    env = os.environ | (env or {}) | ({"NCBOOK_RESULTS": str(root)} if root is not None else {})
     proc = subprocess.Popen(cmd, env=env)
     try:
         proc.wait(timeout=max(left_s, 0.001))

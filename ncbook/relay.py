@@ -20,7 +20,8 @@ the next state to ``--out``, five files at most (:data:`FILES`), each within :da
 
 The plan runs a carried checkpoint first, then the rest cheapest first by the best estimate there is (a full wall
 time measured on this device kind, then the benchmark's prediction, then :mod:`ncbook.cost`'s), and never starts a
-run that cannot finish in the time left unless its checkpoint can be carried.
+run that cannot finish in the time left unless its checkpoint can be carried. A run that fails with captured steps
+(``NCBOOK_CAPTURE=1``: a compile failure) is run again with the eager step, and its manifest says which it used.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from . import cache, cost
 from .batch import run_one
 from .registry import EXPERIMENTS
 from .runner import Run, _cli_value, cached_current
+from .train import CAPTURE_ENV, capture_requested
 from .transfer import ImportProblem, extract, import_results
 
 RESULTS, CHECKPOINTS, LEDGER, BENCH, LOG = "results.tar.gz", "checkpoints.tar.gz", "relay.json", "bench.json", "log.txt"
@@ -208,6 +210,11 @@ def session(units: list[Unit], state: Path | None, out: Path, device: str, budge
                 f"{left:.0f} s left")
             t0 = time.monotonic()
             status = run_one(run, device, left, root, python, command(unit, device, python))
+            if status.startswith("failed") and capture_requested() and deadline - time.monotonic() > 1:
+                say(f"{unit.name}: failed with captured steps; again with the eager step (NCBOOK_CAPTURE=0)")
+                status = run_one(run, device, deadline - time.monotonic(), root, python,
+                                 command(unit, device, python), env={CAPTURE_ENV: "0"})
+                row["eager_fallback"] = True
             spent = time.monotonic() - t0
             ledger["spent_s"][run.key] = ledger["spent_s"].get(run.key, 0.0) + spent
             if cached_current(run, root) is not None:         # made, even if it finished as the budget ended

@@ -143,3 +143,22 @@ def test_bench_gpu_imports_the_repositorys_ncbook_without_an_install(tmp_path):
     done = subprocess.run(["python3", "benchmarks/bench_gpu.py", "--help"], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0 and "usage" in done.stdout, done.stderr[-2000:]
+
+
+def test_a_run_that_fails_captured_is_run_again_eager(tmp_path, monkeypatch):
+    """Under NCBOOK_CAPTURE=1 a failed run (a compile failure) is run once more with the eager step, in the time
+    left, and the ledger says so; without capture a failure is not retried."""
+    calls = []
+
+    def fake(run, device, left, root, python, cmd, env=None):
+        calls.append(env)
+        return "failed (exit status 1; its message is above)" if env is None else "stopped at the budget"
+    monkeypatch.setattr(relay, "run_one", fake)
+    unit = relay.plan_units("tiny", None)[0]
+    monkeypatch.setenv("NCBOOK_CAPTURE", "1")
+    entry = relay.session([unit], None, tmp_path / "out", "cpu", 60.0, tmp_path / "results")
+    assert calls == [None, {"NCBOOK_CAPTURE": "0"}] and entry["runs"][0]["eager_fallback"]
+    monkeypatch.setenv("NCBOOK_CAPTURE", "0")
+    calls.clear()
+    entry = relay.session([unit], None, tmp_path / "out2", "cpu", 60.0, tmp_path / "results")
+    assert calls == [None] and entry["runs"][0]["status"].startswith("failed")
