@@ -556,7 +556,8 @@ def unqualified_results(page: str) -> list[str]:
 
 def test_titles_and_references_read_right(built_book: Path):
     """On every page: statement, exercise and solution titles with one pair of parentheses ("Exercise 1.1 (basic)",
-    never "((basic))"); every link to a chapter carries its number; every theorem, lemma, ... named by a number
+    never "((basic))"); every link to a chapter carries its number, once ("Chapter 4", never "Chapter Chapter 4", as
+    when the source breaks the line between the two); every theorem, lemma, ... named by a number
     that is not a link to the book's own statement is qualified by its paper within the same sentence."""
     chapters = {}
     for page in toc_pages():
@@ -578,6 +579,8 @@ def test_titles_and_references_read_right(built_book: Path):
                 bad.append(f"{page}: chapter link without its number: {text!r}")
         if page not in OWN_NUMBERING:
             bad += [f"{page}: without its paper: {u}" for u in unqualified_results(page_html)]
+        text = " ".join(html.unescape(re.sub(r"<[^>]+>", "", page_html)).split())
+        bad += [f"{page}: {text[m.start() - 30:m.end() + 10]!r}" for m in re.finditer(r"Chapters? Chapter", text)]
     assert not bad, f"{len(bad)} titles or references read wrong:\n" + "\n".join(bad[:40])
 
 

@@ -31,7 +31,7 @@ def number_chapter_references(app, doctree, docname) -> None:
         if not ref.get("internal") or ref.astext() not in titles:
             continue
         number, title = titles[ref.astext()], ref.astext()
-        before = ref.parent[ref.parent.index(ref) - 1].astext() if ref.parent.index(ref) > 0 else ""
+        before = "".join(n.astext() for n in ref.parent[:ref.parent.index(ref)])[-40:]   # a line break is a node
         text = f"{number} ({title})" if _LEADS.search(before) else f"Chapter {number} ({title})"
         for child in list(ref.children):
             ref.remove(child)
