@@ -434,6 +434,27 @@ def regime_line(claims: list[Claim]) -> str:
     return ("; runs in the regime: " + ", ".join(f"{w} {m} of {n}" for w, (m, n) in seen.values())) if seen else ""
 
 
+def figure_of(where: str) -> str:
+    """The paper's figure or table a row is about: "Fig. 2 right / 5, ResNet" -> "Fig. 2", "Figs. 3, 5, Table 1, MSE"
+    -> "Fig. 3", "Table 1, CE" -> "Table 1", "App. E.1" -> "App. E.1"."""
+    m = re.match(r"(Figs?\.|Table|Sec\.|App\.)\s*([\w.]+)", where)
+    if m is None:
+        return where
+    kind = {"Figs.": "Fig.", "Fig.": "Fig."}.get(m.group(1), m.group(1))
+    return f"{kind} {m.group(2).rstrip(',')}"
+
+
+def figure_verdicts(claims: list[Claim]) -> dict[str, str]:
+    """Each figure's (or table's) verdict from its counted rows that the reproduction reached, as a claim's from its
+    rows (:class:`ClaimRows`): reproduced when every row is, not reproduced when none is reproduced or partly, else
+    partly. The verdict sentences of the front page and the results index are held to these by a test."""
+    rows: dict[str, list[Claim]] = {}
+    for c in counted(claims):
+        if c.verdict != NOT_REACHED:
+            rows.setdefault(figure_of(c.where), []).append(c)
+    return {f: ClaimRows(f, tuple(rs)).verdict for f, rs in rows.items()}
+
+
 def format_by_claim(claims: list[Claim]) -> str:
     """Each claim once (its sentence and verdict), its rows under it (where, verdict, k of n), as text."""
     lines = []

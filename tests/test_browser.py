@@ -411,6 +411,15 @@ def test_bibliography_is_author_year_with_links(built_book: Path):
     assert "[Jacot et al. 2025]" in re.sub(r"<[^>]+>", "", page)
 
 
+def test_every_page_has_a_favicon(built_book: Path):
+    """Issue 62: the tab shows the book's icon, and a browser asking for /favicon.ico has its answer in the page (no
+    console error for a missing icon)."""
+    for page in toc_pages():
+        found = re.search(r'<link rel="icon" href="([^"]+)"', (built_book / f"{page}.html").read_text())
+        assert found, f"{page}: no favicon"
+        assert ((built_book / page).parent / found.group(1)).resolve().is_file(), (page, found.group(1))
+
+
 def test_site_weight(built_book: Path):
     size = sum(f.stat().st_size for f in built_book.rglob("*") if f.is_file())
     print(f"built site: {size / 2**20:.1f} MB")

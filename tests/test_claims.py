@@ -491,3 +491,44 @@ def test_the_results_readme_states_the_wide_mse_ablation_as_the_arrays_have_it()
     assert f"Its baseline NC1 (the paper's metric, at the end) is {nc1:.4f}, {nc1 / paper:.0f} times Table 1's " \
            f"{paper} (the 128-wide `cpu` run's is {nc1_narrow / paper:.0f} times)" in text
 
+
+
+def test_the_front_page_and_the_results_index_state_each_figures_verdict_as_the_claims_data_has_it():
+    """Issue 62, point 1: the verdict sentences a reader meets first are held to the claims tables. The front page's
+    "Tirer et al.'s Figures 1 and 2 reproduce; every other figure and table of both papers reproduces in part" (Fig. 1
+    is a theory figure, chapter 4), its exceptions (Jacot et al.'s Figures 1 and 4 all but the plateau; Table 1 on the
+    wide MSE runs, not with cross-entropy), and each results-index entry's first word, figure by figure."""
+    import re
+    from pathlib import Path
+
+    book = Path(__file__).resolve().parents[1] / "book"
+    jacot = claims.jacot_claims(claims.cached_results("Jacot", "cpu"), "cpu")
+    tirer = _tirer_cpu_rows()
+    found = {("Jacot", f): v for f, v in claims.figure_verdicts(jacot).items()}
+    found |= {("Tirer", f): v for f, v in claims.figure_verdicts(tirer).items()}
+    shown = {k: v for k, v in found.items() if k[1].startswith(("Fig.", "Table"))}
+    front = " ".join((book / "index.md").read_text().split())
+    assert [k for k, v in shown.items() if v == "reproduced"] == [("Tirer", "Fig. 2")]
+    assert "Tirer et al.'s Figures 1 and 2 reproduce; every other figure and table of both papers reproduces in part" \
+        in front and {v for k, v in shown.items() if k != ("Tirer", "Fig. 2")} == {"partly"}
+    for where in ("Fig. 1, ResNet", "Fig. 4, MLP"):                  # "all but the plateau"
+        short = {c.view for c in counted_rows(jacot) if c.where == where and c.verdict != "reproduced"}
+        assert short == {"decay_phases", "after_drop"}, (where, short)
+    assert "Jacot et al.'s Figures 1 and 4 all but the plateau" in front
+    table = {c.where: c.verdict for c in counted_rows(tirer) if c.where.startswith("Table 1") and "λ_H" in c.claim}
+    assert table["Table 1, MSE, 512 wide"] == "reproduced" and table["Table 1, CE"] == "not reproduced"
+    assert "Table 1 on the wide MSE runs that reach zero training error but not with cross-entropy" in front
+    index = " ".join((book / "results_index.md").read_text().split())
+    entries = re.findall(r"\*\*(Jacot|Tirer) et al\., ((?:Fig|Table)\.? \d+)[^*]*\*\*: (reproduced|partly|not "
+                         r"reproduced|no clear effect)", index)
+    checked = 0
+    for paper, figure, verdict in entries:
+        key = (paper, figure.replace("Table. ", "Table "))
+        if key in shown:
+            assert verdict == shown[key], (key, verdict, shown[key])
+            checked += 1
+    assert checked >= 9, entries
+
+
+def counted_rows(rows):
+    return [c for c in claims.counted(rows) if c.verdict != claims.NOT_REACHED]
