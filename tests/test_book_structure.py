@@ -152,3 +152,40 @@ def test_results_index_counts_are_the_chapters_counts():
     assert len(values) >= 5
     missing = [v for v in values if v not in printed]
     assert not missing, f"the Results index quotes values no chapter prints: {missing}"
+
+
+def _reading_minutes(text: str) -> int:
+    """A chapter's prose (code cells left out) at 50 words a minute, rounded to 5 minutes (the instructors' page)."""
+    import re
+
+    words = len(re.sub(r"```.*?```", "", text, flags=re.S).split())
+    return 5 * round(words / 50 / 5)
+
+
+def test_the_instructors_plan_states_reading_and_exercise_times_as_the_chapters_have_them():
+    """Issue 62, point 5: the per-chapter table of the instructors' page gives each chapter's reading time (its prose
+    at 50 words a minute) and its exercises with 10 / 25 / 45 minutes for basic / intermediate / advanced, in the
+    chapter's order; the four-week plan gives every exercise a session; the split chapters' halves add up."""
+    import re
+
+    text = (BOOK / "instructors.md").read_text()
+    for n, path in enumerate(sorted(BOOK.glob("ch0*.md")), start=1):
+        chapter = path.read_text()
+        levels = re.findall(r":::\{exercise\} (\w+)", chapter)
+        minutes = {"basic": 10, "intermediate": 25, "advanced": 45}
+        cells = ", ".join(f"{n}.{i} ({minutes[lv]})" for i, lv in enumerate(levels, start=1))
+        row = f"| {n} | {_reading_minutes(chapter)} min | {cells} |"
+        assert row in text, row
+    four = text[text.index("## A four-week course"):text.index("Every exercise is in one session")]
+    given = set(re.findall(r"\b(\d\.\d) \(\d+\)", four)) | set(re.findall(r"\((\d\.\d) and (\d\.\d) go with", text)[0])
+    every = {f"{n}.{i}" for n, p in enumerate(sorted(BOOK.glob("ch0*.md")), start=1)
+             for i in range(1, len(re.findall(r":::\{exercise\}", p.read_text())) + 1)}
+    assert every <= given, sorted(every - given)
+    ch1 = (BOOK / "ch01_metrics.md").read_text()
+    cut = ch1.index("## Why not a $d\\times d$ pseudo-inverse in float32")
+    assert (_reading_minutes(ch1[:cut]), _reading_minutes(ch1[cut:])) == (55, 35)
+    ch4 = (BOOK / "ch04_near_collapse.md").read_text()
+    cut = ch4.index("## What the blocks mean for collapse")
+    assert (_reading_minutes(ch4[:cut]), _reading_minutes(ch4[cut:])) == (45, 15)
+    assert "chapter 1 to its float32 section (55)" in text and "the rest of chapter 1 (35)" in text
+    assert "chapter 4 to what the blocks mean (45)" in text and "the rest of chapter 4 (15)" in text
