@@ -466,6 +466,33 @@ def format_by_claim(claims: list[Claim]) -> str:
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class ClaimSummary:
+    """Each claim once with its verdict and its rows under it: :func:`format_by_claim`'s text where there is no page,
+    an HTML table on the page (the verdicts coloured, the rows as a list that wraps at any width)."""
+
+    claims: list[Claim]
+
+    def __repr__(self) -> str:
+        return format_by_claim(self.claims)
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+
+        def css(verdict: str) -> str:
+            return {v: k for k, v in PRECONDITION_GRADES.items()}.get(verdict, verdict).replace(" ", "-")
+
+        body = ""
+        for g in by_claim(self.claims):
+            items = "".join(f"<li><i>{e(c.where)}</i>, {e(c.claim)}: <span class='verdict-{css(c.verdict)}'>"
+                            f"<b>{e(c.verdict)}</b></span>, {e(c.count)}</li>" for c in g.rows)
+            head = "precondition, not counted: " if g.precondition else ""
+            body += (f"<tr><td class='verdict-{css(g.verdict)}'><b>{e(g.verdict)}</b></td><td>{e(head + g.sentence)}"
+                     f"<ul class='claim-rows'>{items}</ul></td></tr>")
+        return (f"<table class='ncbook-claims-summary'><thead><tr><th>verdict</th><th>the paper's claim, "
+                f"and the rows that test it</th></tr></thead><tbody>{body}</tbody></table>")
+
+
 def format_claims(claims: list[Claim]) -> str:
     """A claims table as text, one claim per paragraph, the count of each verdict and the runs in the regime."""
     return "\n".join(map(str, claims)) + "\n" + verdict_counts(claims) + regime_line(claims)
@@ -583,6 +610,7 @@ class ClaimsTable:
             return f"<tr class='claims-group'><th colspan='2'>{e(where)}{note}</th></tr>"
 
         rows, details, where = "", "", None
+        said: dict[str, str] = {}           # the governing quantities once per figure (the same for its rows)
         for c in self.claims:
             found = [self.beside[s].get((c.where, c.claim)) for s in self.beside]
             if c.where != where:
@@ -594,9 +622,11 @@ class ClaimsTable:
             words = e(c.paper) + f"<br><span class='claim-metric'>{e(c.metric)}</span>"
             ours = unbroken_numbers(c.numbers) + "".join(
                 f"<br><i>at {e(s)}:</i> {unbroken_numbers(o.numbers)}" for s, o in zip(self.beside, found) if o)
+            governing = unbroken_numbers(c.governing) if c.governing != said.get(c.where) else "as above"
+            said[c.where] = c.governing
             details += row(self.DETAIL_HEADS, (f"<b>{e(c.where)}</b>", words,
                                                e(c.criterion) + f"<br><i>{e(c.verdict)}: {e(c.count)}</i>",
-                                               ours, unbroken_numbers(c.governing)))
+                                               ours, governing))
         for s, o in self._unmatched():
             rows += row(self.HEADS, (e(f"[{o.where}] {o.claim}"), f"not run at {e(self.scale)}" + elsewhere(s, o)))
         not_run = "".join(f"<li><b>{e(n.where)}</b>: {e(n.claim)}. <i>{e(n.reason)}</i></li>" for n in self.not_run)
@@ -844,6 +874,9 @@ def _summary(labels: list[str], groups: list[np.ndarray], fmt: str = ".3g") -> s
 
     def one(v):
         v = np.asarray(v, dtype=float).ravel()
+        if np.isnan(v).any():                   # runs outside the regime (or without a value): counted, not listed
+            kept = v[~np.isnan(v)]
+            return f"{kept.size} of {v.size} with a value" + (f", {one(kept)}" if kept.size else "")
         if v.size > 6:
             with np.errstate(invalid="ignore", over="ignore"):             # inf among the runs
                 mean, sd = num(np.nanmean(v)), num(np.nanstd(v))
