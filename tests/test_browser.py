@@ -411,6 +411,28 @@ def test_bibliography_is_author_year_with_links(built_book: Path):
     assert "[Jacot et al. 2025]" in re.sub(r"<[^>]+>", "", page)
 
 
+@pytest.mark.parametrize("page", ["book/ch02_ufm", "book/ch03_depth", "book/ch04_near_collapse", "book/ch05_balanced"])
+def test_inline_formulas_are_whole_at_desktop_width(browser, built_book: Path, page: str):
+    """Issue 62: at 1280 px no in-line formula is split across two lines (MathJax broke 18 to 48 per chapter, one
+    of them "(1" / "- sqrt(c))"), and none sticks out of the page; on a phone (390 px) they may break, and the page
+    still does not scroll sideways."""
+    for width in (1280, 390):
+        tab = browser.new_page(viewport={"width": width, "height": 900})
+        tab.goto((built_book / f"{page}.html").as_uri(), wait_until="load")
+        wait_until(tab, "() => window.MathJax && MathJax.startup && MathJax.startup.promise", None, f"{page}: MathJax")
+        tab.evaluate("() => MathJax.startup.promise")
+        split, total, wider = tab.evaluate("""() => {
+            const all = [...document.querySelectorAll('mjx-container:not([display="true"])')];
+            const split = all.filter(e => new Set([...e.getClientRects()].filter(r => r.width > 0)
+                                                  .map(r => Math.round(r.top))).size > 1).length;
+            return [split, all.length, document.documentElement.scrollWidth - document.documentElement.clientWidth];
+        }""")
+        tab.close()
+        assert total > 100 and wider <= 0, (page, width, total, wider)
+        if width == 1280:
+            assert split == 0, f"{page}: {split} of {total} in-line formulas split across lines at 1280 px"
+
+
 def test_every_page_has_a_favicon(built_book: Path):
     """Issue 62: the tab shows the book's icon, and a browser asking for /favicon.ico has its answer in the page (no
     console error for a missing icon)."""

@@ -1,3 +1,8 @@
+// Inline formulas break across lines only where the column is narrow (a phone); at desktop width each is kept whole
+// (MathJax reads window.MathJax when it starts, after this script: it is deferred).
+if (window.MathJax && window.MathJax.output && window.innerWidth > 700) {
+  window.MathJax.output.linebreaks = {inline: false};
+}
 // Small reading aids for the book's pages (loaded on every page; see _config.yml html_js_files).
 
 // Click a figure to see it full size (its natural pixel size, scrollable); click again or press Escape to close.
