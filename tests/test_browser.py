@@ -433,6 +433,20 @@ def test_inline_formulas_are_whole_at_desktop_width(browser, built_book: Path, p
             assert split == 0, f"{page}: {split} of {total} in-line formulas split across lines at 1280 px"
 
 
+def test_exercise_bars_say_what_they_fold(built_book: Path):
+    """Issue 62: a self-checking exercise's two folded cells are labelled "Your answer" and "Check", not twice "Show
+    code cell source"."""
+    answers = checks = 0
+    for page in toc_pages():
+        text = (built_book / f"{page}.html").read_text()
+        for tag, label in (("tag_answer", "Your answer: show the cell"), ("tag_check", "Check: show the cell")):
+            cells = re.findall(rf'<div class="cell {tag} [^"]*">\s*<details[^>]*>\s*<summary[^>]*>\s*<p[^>]*>([^<]*)<',
+                               text)
+            assert all(c.startswith(label) for c in cells), (page, tag, cells)
+            answers, checks = answers + (tag == "tag_answer") * len(cells), checks + (tag == "tag_check") * len(cells)
+    assert answers >= 13 and checks >= 13, (answers, checks)
+
+
 def test_every_page_has_a_favicon(built_book: Path):
     """Issue 62: the tab shows the book's icon, and a browser asking for /favicon.ico has its answer in the page (no
     console error for a missing icon)."""

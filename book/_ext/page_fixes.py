@@ -17,6 +17,10 @@ that is not there.
 
 4. Launch buttons. With no repository URL in _config.yml the theme would fail (an empty URL) or link to nothing:
 the buttons are dropped until the book has a public repository.
+
+5. Exercise bars. A self-checking exercise's answer and check cells are folded, and myst-nb labels every folded cell
+"Show code cell source": two identical bars under each exercise. They are labelled by what they hold (the cells'
+tags ``answer`` and ``check``).
 """
 
 from __future__ import annotations
@@ -71,7 +75,21 @@ def launch_buttons_need_a_repository(app, config) -> None:
         options.pop("launch_buttons", None)
 
 
+EXERCISE_BARS = {"tag_answer": ("Your answer: show the cell", "Hide your answer's cell"),
+                 "tag_check": ("Check: show the cell that checks the answer", "Hide the check")}
+"""The labels of a self-checking exercise's folded cells, by the cell's tag."""
+
+
+def _label_exercise_bars(app, doctree, docname) -> None:
+    for node in doctree.findall(lambda n: type(n).__name__ == "HideCodeCellNode"):
+        tags = set(node.parent.get("classes", [])) if node.parent is not None else set()
+        for tag, (show, hide) in EXERCISE_BARS.items():
+            if tag in tags:
+                node["prompt_show"], node["prompt_hide"] = show, hide
+
+
 def setup(app):
+    app.connect("doctree-resolved", _label_exercise_bars)
     app.connect("config-inited", launch_buttons_need_a_repository)
     app.connect("html-page-context", _dedupe, priority=900)
     app.connect("html-page-context", _default_mode)
