@@ -1443,6 +1443,54 @@ def beside_scales(paper: str, shown: str = "cpu", scales: tuple[str, ...] = ("cp
     return out
 
 
+@dataclass(frozen=True)
+class Provenance:
+    """How each result a paper's claims tables read was made: for every one cached and current at ``scales``, the
+    machine (device, threads), the date, the commit, the wall time and the command; a table on the page, text
+    elsewhere (the manifests' provenance, :func:`ncbook.cache.provenance`)."""
+
+    paper: str
+    scales: tuple[str, ...] = ("cpu", "gpu")
+    root: Any = None
+
+    HEADS = ("result", "made on", "date", "commit", "wall time", "command")
+
+    @property
+    def rows(self) -> list[tuple[str, ...]]:
+        from . import cache
+        from .cost import duration
+        from .runner import Run, cached_current
+
+        out: list[tuple[str, ...]] = []
+        for name in RESULTS[self.paper]:
+            exp, overrides = GOVERNS[name]
+            for scale in self.scales:
+                if scale not in get_experiment(exp).scales:
+                    continue
+                run = Run.of(exp, scale, **overrides)
+                if cached_current(run, self.root) is None:
+                    continue
+                p = cache.read_manifest(exp, run.tag, self.root)["provenance"]
+                threads = p.get("cpu_threads", "?")
+                where = (f"{p.get('cpu_model', 'CPU')}, {threads} thread{'s' * (threads != 1)}"
+                         if p.get("device") == "cpu" else str(p.get("device_name", p.get("device", "?"))))
+                out.append((f"{exp}/{run.tag}", where, str(p.get("date", "?"))[:10], str(p.get("git_commit", "?"))[:7],
+                             duration(float(p.get("wall_time_s", 0.0))), str(p.get("command", ""))))
+        return out
+
+    def __repr__(self) -> str:
+        return "\n".join(textwrap.fill("; ".join(r), WRAP, subsequent_indent="    ") for r in self.rows)
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        head = "".join(f"<th>{e(h)}</th>" for h in self.HEADS)
+        body = "".join("<tr>" + "".join(f"<td>{e(c) if i != 5 else f'<code>{e(c)}</code>'}</td>"
+                                         for i, c in enumerate(r)) + "</tr>" for r in self.rows)
+        return (f"<details class='ncbook-claims-detail'><summary>How each result these verdicts read was made "
+                f"({len(self.rows)})</summary><table class='ncbook-provenance'><thead><tr>{head}</tr></thead>"
+                f"<tbody>{body}</tbody></table></details>")
+
+
 def _jacot_runs(results: dict[str, dict]) -> dict[str, dict]:
     """Jacot et al.'s results as their claims read them: Figs. 1 and 4's one network per seed (:func:`_one_network`)."""
     return {k: _one_network(v) if k in ("jacot_mlp", "jacot_resnet_fig1") else v for k, v in results.items()}

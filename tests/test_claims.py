@@ -532,3 +532,22 @@ def test_the_front_page_and_the_results_index_state_each_figures_verdict_as_the_
 
 def counted_rows(rows):
     return [c for c in claims.counted(rows) if c.verdict != claims.NOT_REACHED]
+
+
+def test_each_claims_table_says_how_its_results_were_made():
+    """Issue 62, point 4: under each paper's table, every result its verdicts read, with the machine, date, commit,
+    wall time and command of its manifest (the gpu-scale result made on a CPU says so)."""
+    import json
+    from pathlib import Path
+
+    rows = claims.Provenance("Tirer").rows
+    names = [r[0] for r in rows]
+    assert "tirer_layerwise/gpu" in names and "tirer_wd_ablation/cpu" in names and len(names) == len(set(names))
+    results = Path(__file__).resolve().parents[1] / "results"
+    for name, where, date, commit, wall, command in rows:
+        exp, tag = name.split("/", 1)
+        p = json.loads((results / exp / f"{tag}.json").read_text())["provenance"]
+        assert date == p["date"][:10] and commit == p["git_commit"][:7] and command == p["command"]
+        assert ("thread" in where) == (p["device"] == "cpu")
+    page = claims.Provenance("Jacot")._repr_html_()
+    assert page.count("<tr>") == len(claims.Provenance("Jacot").rows) + 1
