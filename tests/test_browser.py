@@ -447,6 +447,18 @@ def test_exercise_bars_say_what_they_fold(built_book: Path):
     assert answers >= 13 and checks >= 13, (answers, checks)
 
 
+@pytest.mark.parametrize("page", [p for p in toc_pages() if p.startswith("book/ch")])
+def test_no_output_scrolls_sideways_on_a_phone(browser, built_book: Path, page: str):
+    """Issue 62: at 390 px every printed output wraps inside the column (21 of ch08's 59 output blocks scrolled
+    sideways before); at 1280 px the printed tables keep their columns (no wrapping there: the lines fit)."""
+    tab = browser.new_page(viewport={"width": 390, "height": 844})
+    tab.goto((built_book / f"{page}.html").as_uri(), wait_until="load")
+    wide = tab.evaluate("""() => [...document.querySelectorAll('.cell_output pre, .cell_output .output')]
+        .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.textContent.slice(0, 60))""")
+    tab.close()
+    assert not wide, f"{page}: {len(wide)} output blocks scroll sideways at 390 px: {wide[:3]}"
+
+
 def test_every_page_has_a_favicon(built_book: Path):
     """Issue 62: the tab shows the book's icon, and a browser asking for /favicon.ico has its answer in the page (no
     console error for a missing icon)."""
