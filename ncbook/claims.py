@@ -498,6 +498,18 @@ def format_claims(claims: list[Claim]) -> str:
     return "\n".join(map(str, claims)) + "\n" + verdict_counts(claims) + regime_line(claims)
 
 
+PAPER_URLS = {"Jacot": "https://arxiv.org/abs/2410.04887", "Tirer": "https://arxiv.org/abs/2210.16658"}
+"""Where each paper is (its figures are in it)."""
+
+FIGURE_ANCHORS = {("Jacot", "Fig. 4"): "fig-jacot-fig4", ("Jacot", "Fig. 1"): "fig-jacot-fig1-resnet",
+                  ("Jacot", "Fig. 2"): "fig-jacot-fig2", ("Jacot", "Fig. 3"): "fig-jacot-fig3",
+                  ("Tirer", "Fig. 2"): "fig-tirer-fig2", ("Tirer", "Fig. 3"): "fig-tirer-fig3",
+                  ("Tirer", "Fig. 4"): "fig-tirer-fig4", ("Tirer", "Fig. 6"): "fig-tirer-fig6",
+                  ("Tirer", "Table 1"): "fig-tirer-fig3", ("Tirer", "Fig. 5"): "fig-tirer-fig3"}
+"""Each paper's figure (as :func:`figure_of` names it) and the id of the chapter's figure that reproduces it: the
+claims table links each group of rows to ours and to the paper."""
+
+
 @dataclass(frozen=True)
 class ClaimsTable:
     """Claims side by side: an HTML table (claim and metric, the paper, the criterion, ours, governing quantities,
@@ -607,8 +619,12 @@ class ClaimsTable:
             note += "".join(f"<span class='claim-ledger'>; a failed design of ours, never judged: {e(f)}</span>"
                             for f in failed)
             note += f"<span class='claim-ledger'>; {e(shared(where))}</span>" if shared(where) else ""
-            return f"<tr class='claims-group'><th colspan='2'>{e(where)}{note}</th></tr>"
+            anchor = FIGURE_ANCHORS.get((paper, figure_of(where)))
+            links = (f" <span class='claim-links'>(<a href='#{anchor}'>ours</a>, <a href='{PAPER_URLS[paper]}'>"
+                     f"paper</a>)</span>" if anchor and paper in PAPER_URLS else "")
+            return f"<tr class='claims-group'><th colspan='2'>{e(where)}{links}{note}</th></tr>"
 
+        paper = self.not_run[0].paper if self.not_run else self.title.split()[0] if self.title else ""
         rows, details, where = "", "", None
         said: dict[str, str] = {}           # the governing quantities once per figure (the same for its rows)
         for c in self.claims:

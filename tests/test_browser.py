@@ -459,6 +459,19 @@ def test_no_output_scrolls_sideways_on_a_phone(browser, built_book: Path, page: 
     assert not wide, f"{page}: {len(wide)} output blocks scroll sideways at 390 px: {wide[:3]}"
 
 
+def test_each_claims_group_links_to_our_figure_and_the_paper(built_book: Path):
+    """Issue 62, point 2: the claims tables' figure headings link to the chapter's figure that reproduces it (an id on
+    the same page) and to the paper; every paper figure with a claims row and a figure of ours has both links."""
+    for page, paper in (("book/ch08_jacot_experiments", "2410.04887"), ("book/ch09_tirer_experiments", "2210.16658")):
+        text = (built_book / f"{page}.html").read_text()
+        table = text[text.index("<table class='ncbook-claims'>"):]
+        table = table[:table.index("</table>")]
+        ours = re.findall(r"<a href='#([\w-]+)'>ours</a>, <a href='https://arxiv.org/abs/([\d.]+)'>paper</a>", table)
+        assert len(ours) >= 5, (page, ours)
+        for anchor, arxiv in ours:
+            assert f'id="{anchor}"' in text and arxiv == paper, (page, anchor)
+
+
 def test_every_page_has_a_favicon(built_book: Path):
     """Issue 62: the tab shows the book's icon, and a browser asking for /favicon.ico has its answer in the page (no
     console error for a missing icon)."""
