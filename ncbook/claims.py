@@ -1513,6 +1513,49 @@ class Provenance:
                 f"<tbody>{body}</tbody></table></details>")
 
 
+@dataclass(frozen=True)
+class ConfigDifferences:
+    """Every setting in which each of a paper's experiments at ``scale`` differs from its `paper` configuration (the
+    recording cadence left out), "ours / the paper's": one table instead of a paragraph per chapter."""
+
+    paper: str
+    scale: str = "cpu"
+
+    @staticmethod
+    def _value(name: str, v: Any) -> str:
+        if name == "seeds":
+            return f"{len(v)} seed{'s' * (len(v) != 1)}"
+        if name == "widths":
+            return f"{len(v) - 2} hidden layers of {v[1]}"
+        if v is None:
+            return "full batch" if name == "batch_size" else "all"
+        return ", ".join(map(str, v)) if isinstance(v, tuple) else str(v)
+
+    @property
+    def rows(self) -> list[tuple[str, str]]:
+        import dataclasses
+
+        out = []
+        for name in dict.fromkeys(GOVERNS[r][0] for r in RESULTS[self.paper]):
+            exp = get_experiment(name)
+            ours, theirs = exp.config(self.scale), exp.config("paper")
+            diffs = [f"{f.name} {self._value(f.name, getattr(ours, f.name))} / "
+                     f"{self._value(f.name, getattr(theirs, f.name))}"
+                     for f in dataclasses.fields(ours) if not f.name.startswith("record_every")
+                     and getattr(ours, f.name) != getattr(theirs, f.name)]
+            out.append((name, "; ".join(diffs)))
+        return out
+
+    def __repr__(self) -> str:
+        return "\n".join(textwrap.fill(f"{n}: {d}", WRAP, subsequent_indent="    ") for n, d in self.rows)
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        body = "".join(f"<tr><td><code>{e(n)}</code></td><td>{unbroken_numbers(d)}</td></tr>" for n, d in self.rows)
+        return (f"<table class='ncbook-provenance'><thead><tr><th>experiment</th><th>setting: ours at {e(self.scale)} "
+                f"/ the paper's</th></tr></thead><tbody>{body}</tbody></table>")
+
+
 def _jacot_runs(results: dict[str, dict]) -> dict[str, dict]:
     """Jacot et al.'s results as their claims read them: Figs. 1 and 4's one network per seed (:func:`_one_network`)."""
     return {k: _one_network(v) if k in ("jacot_mlp", "jacot_resnet_fig1", FIVE_SEEDS) else v

@@ -574,3 +574,15 @@ def test_the_results_readme_states_fig4s_five_seeds_as_the_arrays_have_them():
     assert f"so {int((error <= claims.FITS).sum())} of the paper's 5 seeds fit" in text
     rows = [c for c in claims.jacot_claims(claims.cached_results("Jacot", "cpu"), "cpu") if c.where == "Fig. 4, MLP"]
     assert all(c.in_regime == (2, 5) for c in rows if c.in_regime)
+
+
+def test_the_config_differences_are_read_from_the_configurations():
+    """Issue 62, point 3: one table of every setting in which an experiment differs from its paper configuration;
+    a setting that matches is not listed, one that differs is, both sides shown."""
+    rows = dict(claims.ConfigDifferences("Tirer").rows)
+    assert set(rows) == {"tirer_layerwise", "tirer_wd_ablation", "tirer_blur"}
+    assert "arch mlp / resnet18" in rows["tirer_wd_ablation"] and "weight_decay" not in rows["tirer_wd_ablation"]
+    assert "seeds 3 seeds / 1 seed" in rows["tirer_layerwise"]
+    jacot = dict(claims.ConfigDifferences("Jacot").rows)
+    assert "weight_decays 0.013, 0.052 / 0.001, 0.004" in jacot["jacot_resnet_head"]
+    assert "record_every" not in " ".join(jacot.values())
