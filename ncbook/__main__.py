@@ -15,6 +15,7 @@ against the configuration's types and its own checks before any work starts.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
@@ -23,6 +24,20 @@ import sys
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, lambda *_: (print("interrupted while starting: nothing was run", file=sys.stderr),
                                              sys.exit(130)))
+
+
+def _interrupt_in_a_callback(unraisable) -> None:
+    """An interrupt that lands in a C callback (numba compiling, say) cannot propagate: Python would print a traceback
+    and carry on. Stop as an interrupt stops, in one line, with the checkpoints as they are (written atomically)."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        print("interrupted: nothing half-written is kept, a stopped run's last checkpoint is", file=sys.stderr,
+              flush=True)
+        os._exit(130)
+    sys.__unraisablehook__(unraisable)
+
+
+if __name__ == "__main__":
+    sys.unraisablehook = _interrupt_in_a_callback
 
 import argparse
 import ast
