@@ -356,6 +356,11 @@ PRECONDITION_GRADES = {"reproduced": "met", "partly": "partly met", "not reprodu
 """A precondition's grade in words (by the same rule as a claim's)."""
 
 
+def verdict_class(verdict: str) -> str:
+    """The CSS class suffix that colours a verdict on the page (a precondition's "met" as "reproduced", ...)."""
+    return {v: k for k, v in PRECONDITION_GRADES.items()}.get(verdict, verdict).replace(" ", "-")
+
+
 def counted(claims: list[Claim]) -> list[Claim]:
     """The claims proper, without the preconditions (which are reported beside them, never counted)."""
     return [c for c in claims if not c.precondition]
@@ -479,9 +484,7 @@ class ClaimSummary:
     def _repr_html_(self) -> str:
         e = html.escape
 
-        def css(verdict: str) -> str:
-            return {v: k for k, v in PRECONDITION_GRADES.items()}.get(verdict, verdict).replace(" ", "-")
-
+        css = verdict_class
         body = ""
         for g in by_claim(self.claims):
             items = "".join(f"<li><i>{e(c.where)}</i>, {e(c.claim)}: <span class='verdict-{css(c.verdict)}'>"
@@ -573,9 +576,7 @@ class ClaimsTable:
                 f"<td data-label='{h}'" + (f" class='verdict-{colour[i]}'" if colour.get(i) else "")
                 + f">{x}</td>" for i, (h, x) in enumerate(zip(heads, values))) + "</tr>"
 
-        def css(verdict: str) -> str:
-            colour = {v: k for k, v in PRECONDITION_GRADES.items()}.get(verdict, verdict)
-            return colour.replace(" ", "-")
+        css = verdict_class
 
         def head(heads):
             return "<thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in heads) + "</tr></thead>"
