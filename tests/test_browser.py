@@ -494,6 +494,23 @@ def test_every_page_states_its_licences(built_book: Path):
         assert "CC BY 4.0" in text and "code: MIT" in text and "CITATION.cff" in text, f"{page}: no licence footer"
 
 
+def test_every_file_the_text_cites_opens_from_the_page(built_book: Path):
+    """Issue 62: a repository file the text names as code (``results/README.md``, ``tests/test_claims.py``) or the
+    footer names (``CITATION.cff``, ``LICENSE``) is a link to a copy in the site, byte for byte the repository's."""
+    code = re.compile(r'(<a [^>]*href="([^"]+)"[^>]*>)?<code[^>]*>(.*?)</code>', re.S)
+    cited = 0
+    for page in toc_pages():
+        for link, href, inner in code.findall((built_book / f"{page}.html").read_text(encoding="utf-8")):
+            name = html.unescape(re.sub(r"<[^>]+>", "", inner)).strip()
+            if not re.fullmatch(r"[\w./-]+", name) or not (ROOT / name).is_file() or name.startswith("."):
+                continue
+            assert link, f"{page}: {name} is cited but does not open"
+            target = ((built_book / page).parent / unquote(href)).resolve()
+            assert target.is_file() and target.read_bytes() == (ROOT / name).read_bytes(), (page, name, href)
+            cited += 1
+    assert cited >= 40, f"only {cited} citations of repository files found: the pattern no longer matches the HTML"
+
+
 def test_print_edition(browser, built_book: Path):
     """``make pdf``'s route: every page printed with the print stylesheet and joined; every figure there (each
     slider figure as all its positions), solutions unfolded, no slider controls."""

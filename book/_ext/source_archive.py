@@ -5,19 +5,33 @@ every chapter's "Run this chapter yourself" box links to both (``scripts/bootstr
 The archive is reproducible: its members are sorted and dated 1980-01-01, so the same tree gives the same bytes and
 the same checksum. It unpacks into one folder, ``ncbook-source/``. The chapters are the ones this build rendered (the
 student edition's have no solutions); the package and the results come from the repository the build runs in.
+
+Every file of the repository the text cites as code (``results/README.md``, ``tests/test_claims.py``) or the
+footer names (``CITATION.cff``, ``LICENSE``) opens from the page: the build copies it to ``_source/<its path>`` and the
+citation links there; the archive carries it too.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
+import shutil
 import zipfile
 from pathlib import Path
+
+from docutils import nodes
+from sphinx.util.osutil import relative_uri
 
 ARCHIVE = "ncbook-source.zip"
 FOLDER = "ncbook-source"
 FILES = ("README.md", "requirements.txt", "pyproject.toml", "Makefile", "jupytext.toml", "LICENSE", "LICENSE-TEXT.md",
          "CITATION.cff", "CHANGELOG.md", "scripts/jupyterlab_overrides.json")
 TREES = {"ncbook": ("*.py",), "results": ("*.json", "*.npz", "*.md"), "book": ("ch*.md",)}
+CITED = "_source"
+"""Where the HTML build puts the files the text cites."""
+FOOTER = ("CITATION.cff", "LICENSE", "LICENSE-TEXT.md")
+"""The files the page footer names (``_config.yml``'s ``extra_footer``)."""
+_LITERAL = re.compile(r"`([^`\s]+)`")
 
 
 def code_root(srcdir: Path) -> Path:
@@ -28,11 +42,32 @@ def code_root(srcdir: Path) -> Path:
     raise FileNotFoundError(f"no ncbook package in {srcdir} or above it: the book is built outside its repository")
 
 
+def cited_file(text: str, root: Path) -> str | None:
+    """``text`` as the path of a file of the repository ``root`` (``tests/test_claims.py``), or None: no such file, a
+    folder, or a path leaving the repository or into a build or environment folder."""
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_./-]*", text) or ".." in text.split("/"):
+        return None
+    if text.split("/")[0] in {"_build", ".venv", ".git"} or text.startswith(".venv"):
+        return None
+    return text if (root / text).is_file() else None
+
+
+def cited_files(srcdir: Path, sources: list[Path], root: Path | None = None) -> dict[str, Path]:
+    """Name -> file of every repository file the ``sources`` cite as code, and the footer's."""
+    root = root or code_root(srcdir)
+    names = set(FOOTER)
+    for source in sources:
+        names |= set(_LITERAL.findall(source.read_text(encoding="utf-8")))
+    return {name: root / name for name in sorted(names) if cited_file(name, root)}
+
+
 def source_files(srcdir: Path, root: Path | None = None) -> dict[str, Path]:
     """Name in the archive -> file: the chapters of ``srcdir``, everything else from its repository (``root``,
-    found from ``srcdir`` by default)."""
+    found from ``srcdir`` by default), with every file the chapters cite."""
     root = root or code_root(srcdir)
     out = {f: root / f for f in FILES if (root / f).is_file()}
+    out |= {name: path for name, path in cited_files(srcdir, sorted((srcdir / "book").glob("*.md")), root).items()
+            if not name.startswith("book/")}
     for tree, patterns in TREES.items():
         base = srcdir if tree == "book" else root
         for pattern in patterns:
@@ -56,11 +91,46 @@ def write_archive(srcdir: Path, target: Path) -> str:
     return digest
 
 
+def link_cited_files(app, doctree, docname) -> None:
+    """Make each code literal that names a repository file a link to its copy under ``_source/``."""
+    if app.builder.format != "html":
+        return
+    root = code_root(Path(app.srcdir))
+    for literal in list(doctree.findall(nodes.literal)):
+        name = cited_file(literal.astext(), root)
+        if name is None or isinstance(literal.parent, nodes.reference):
+            continue
+        uri = relative_uri(app.builder.get_target_uri(docname), f"{CITED}/{name}")
+        link = nodes.reference("", "", internal=False, refuri=uri, classes=["ncbook-cited"],
+                               reftitle=f"open {name} (a copy of the repository's file)")
+        literal.replace_self(link)
+        link += literal
+
+
+def link_footer(app, pagename, templatename, context, doctree) -> None:
+    """Make the footer's ``<code>CITATION.cff</code>`` (and the licences) links to their copies."""
+    footer = context.get("theme_extra_footer")
+    if app.builder.format != "html" or not footer:
+        return
+    for name in FOOTER:
+        href = context["pathto"](f"{CITED}/{name}", 1)
+        footer = footer.replace(f"<code>{name}</code>", f'<a href="{href}"><code>{name}</code></a>')
+    context["theme_extra_footer"] = footer
+
+
 def _build_finished(app, exception) -> None:
     if exception is None and app.builder.format == "html":
-        write_archive(Path(app.srcdir), Path(app.outdir) / ARCHIVE)
+        srcdir, outdir = Path(app.srcdir), Path(app.outdir)
+        sources = [Path(app.env.doc2path(doc)) for doc in sorted(app.env.all_docs)]
+        for name, path in cited_files(srcdir, sources).items():
+            target = outdir / CITED / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+        write_archive(srcdir, outdir / ARCHIVE)
 
 
 def setup(app):
+    app.connect("doctree-resolved", link_cited_files)
+    app.connect("html-page-context", link_footer)
     app.connect("build-finished", _build_finished)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
