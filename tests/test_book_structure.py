@@ -189,3 +189,31 @@ def test_the_instructors_plan_states_reading_and_exercise_times_as_the_chapters_
     assert (_reading_minutes(ch4[:cut]), _reading_minutes(ch4[cut:])) == (45, 15)
     assert "chapter 1 to its float32 section (55)" in text and "the rest of chapter 1 (35)" in text
     assert "chapter 4 to what the blocks mean (45)" in text and "the rest of chapter 4 (15)" in text
+
+
+def code_cell_tags(md: Path) -> list[tuple[list[str], bool]]:
+    """The tags of each code cell of a chapter, in order (from ``:tags:`` or its YAML options), and whether the cell
+    is part of an exercise's solution."""
+    out, text = [], md.read_text()
+    solutions = [(m.start(), text.index(":::{solution-end}", m.start()))
+                 for m in re.finditer(r":::\{solution-start\}", text)]
+    for m in re.finditer(r"```\{code-cell\}[^\n]*\n(.*?)```", text, re.S):
+        found = re.match(r"(?::tags: \[([^\]]*)\]|---\n(?:.*\n)*?tags: \[([^\]]*)\](?:.*\n)*?---)", m.group(1))
+        tags = [t.strip() for t in (found.group(1) or found.group(2)).split(",")] if found else []
+        out.append((tags, any(a < m.start() < b for a, b in solutions)))
+    return out
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_the_import_cell_and_part_four_code_are_folded(md: Path):
+    """Issue 62: a chapter opens with prose, not its imports (the first cell a reader would see is folded), and Part
+    IV's code is folded by default (its outputs, tables and figures stay in view); a solution's code is not folded
+    twice (the solution is)."""
+    shown = [(tags, solution) for tags, solution in code_cell_tags(md) if "remove-cell" not in tags]
+    assert "hide-input" in shown[0][0], f"{md.stem}: the import cell is not folded"
+    assert not [tags for tags, solution in shown if solution and "hide-input" in tags], \
+        f"{md.stem}: a solution's code is folded inside the folded solution"
+    if md.stem.startswith(("ch08", "ch09")):
+        unfolded = sum("hide-input" not in tags and "remove-input" not in tags for tags, solution in shown
+                       if not solution)
+        assert unfolded == 0, f"{md.stem}: {unfolded} code cells of Part IV are not folded"
