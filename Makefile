@@ -44,22 +44,25 @@ assets:
 chromium:
 	@bash scripts/install_chromium.sh
 
-# warning-free, as CI requires (-W -n); a second run rebuilds only what changed
+# warning-free, as CI requires (-W -n); a second run rebuilds only what changed. With the book, the same command
+# builds the student edition (its HTML and notebooks without the solutions, and the handout: _build/student); the
+# book's site carries the students' archive, ncbook-student-source.zip, linked from the instructors' page
 book: install assets
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
-	@echo "Open _build/html/index.html in a browser."
+	$(PY) scripts/student_edition.py
+	@echo "Open _build/html/index.html in a browser; the student edition: _build/student/_build/html/index.html."
 
-# the student edition: the book and its notebooks without the solutions (_build/student)
+# the student edition alone
 student: install assets
 	$(PY) scripts/student_edition.py
 
-pdf: book student chromium
+pdf: book chromium
 	$(PY) scripts/make_pdf.py _build/html _build/pdf/ncbook.pdf
 	$(PY) scripts/make_pdf.py _build/student/_build/html _build/pdf/ncbook-student.pdf _build/student/src/_toc.yml
 	@echo "The book: _build/pdf/ncbook.pdf; the student edition: _build/pdf/ncbook-student.pdf"
 
 # the documented commands themselves: book (from scratch), student and pdf, before the tests that read what they made
-test: install assets chromium lint verify build-strict book student pdf unit mutation pairing notebooks variants
+test: install assets chromium lint verify build-strict book pdf unit mutation pairing notebooks variants
 	@echo "all checks passed"
 
 # in `make test` the browser and print tests read the book, the PDFs and the handout that the commands above made

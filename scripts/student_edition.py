@@ -40,7 +40,7 @@ FENCE = re.compile(r"^(:{3,})\{(solution|solution-start|solution-end)\}")
 ANSWER = re.compile(r"```\{code-cell\} ipython3\n:tags: \[answer, hide-input\]\n\n(?P<answer>.*?)```\n\n"
                     r"```\{code-cell\} ipython3\n:tags: \[check, hide-input\]\n\n"
                     r"exercises\.check\(\"(?P<label>[\w-]+)\", answer\)\n```", re.S)
-CODE = re.compile(r"```\{code-cell\} ipython3\n(?::tags: .*\n)?\n?(.*?)```", re.S)
+CODE = re.compile(r"```\{code-cell\} ipython3\n(?::tags: [^\n]*\n)?\n?(.*?)```", re.S)
 HANDOUT = OUT / "ncbook-student"
 
 
@@ -107,6 +107,11 @@ def student_answers(text: str, fill: dict[str, str] | None = None) -> str:
     return ANSWER.sub(cell, text)
 
 
+def student_text(text: str) -> str:
+    """A chapter's MyST text as the student edition has it: no solutions, answer cells emptied."""
+    return student_answers(strip_solutions(text))
+
+
 def student_notebook(md: Path, fill: dict[str, str] | None = None):
     """A chapter without its solutions, with the outputs of the executed notebook for every cell that remains except
     the answers and checks (the student's to run); ``fill``: label -> code for answer cells (tests)."""
@@ -135,7 +140,7 @@ def write_sources(out: Path = OUT / "src") -> Path:
         if page.stem.startswith("ch"):
             nb = student_notebook(page)
             jupytext.write(nb, out / "book" / f"{page.stem}.ipynb")
-            (out / "book" / page.name).write_text(student_answers(strip_solutions(page.read_text())))
+            (out / "book" / page.name).write_text(student_text(page.read_text()))
         else:
             (out / "book" / page.name).write_text(strip_solutions(page.read_text()))
     return out
@@ -143,17 +148,20 @@ def write_sources(out: Path = OUT / "src") -> Path:
 
 HANDOUT_README = """# ncbook, student handout
 
-The chapters of *Neural collapse, derived and reproduced* as notebooks, without the solutions, with the package
-`ncbook` and the cached results they load. Exercises marked with an answer cell check themselves: put your answer in
-the cell `answer = None`, run the check cell below it, and it says whether you are right, or what is wrong.
+The chapters of *Neural collapse, derived and reproduced* without the solutions, with the package `ncbook` and the
+cached results they load, and the problem set your course may grade (`book/problem_set.md`). Exercises marked with an
+answer cell check themselves: put your answer in the cell `answer = None`, run the check cell below it, and it says
+whether you are right, or what is wrong.
 
     make install      # a virtual environment in .venv with everything (Python 3.11; a few minutes)
     make lab          # JupyterLab on book/: open a chapter, Run All, then work through its exercises
 
 Without make: `python3 -m venv .venv && .venv/bin/pip install -r requirements.txt`, then
-`.venv/bin/jupyter lab book/` from this folder (the `.md` files are the same chapters as text, paired with the
-`.ipynb` notebooks by `jupytext.toml`). Only `make install` and `make lab` of the Makefile apply here.
+`.venv/bin/jupyter lab book/` from this folder. The `.md` files are the chapters as MyST text, which JupyterLab opens
+as notebooks (jupytext, set up by `make install`); where `.ipynb` twins come with them, they hold the book's outputs.
+Only `make install` and `make lab` of the Makefile apply here.
 """
+
 
 def handout(src: Path, out: Path = HANDOUT) -> Path:
     """The folder a student takes away and its zip archive beside it; returns the archive. It holds what the book's

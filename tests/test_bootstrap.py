@@ -67,6 +67,25 @@ def test_no_repository_url_no_launch_button():
     assert "launch_buttons" not in empty.html_theme_options and "launch_buttons" in set_.html_theme_options
 
 
+@pytest.mark.slow
+def test_a_built_chapter_has_launch_buttons_exactly_when_the_repository_is_set(tmp_path):
+    """Issue 62: what the front page says, in a real build: with the repository's address set in _config.yml every
+    chapter's page offers Colab and Binder at that address (test_browser: as shipped, with no address, none)."""
+    import re
+
+    url = "https://github.com/example/ncbook"
+    config = (ROOT / "_config.yml").read_text()
+    assert re.search(r'^  url: ""$', config, re.M), "the shipped config sets a repository: update this test"
+    config = re.sub(r'^  url: ""$', f'  url: "{url}"', config, flags=re.M).replace(": book/_ext", f": {ROOT}/book/_ext")
+    (tmp_path / "_config.yml").write_text(config)
+    jb = Path(sys.executable).with_name("jupyter-book")
+    subprocess.run([str(jb), "build", str(ROOT), "--config", str(tmp_path / "_config.yml"), "--path-output",
+                    str(tmp_path), "-W", "-n", "--keep-going"], check=True, capture_output=True)
+    page = (tmp_path / "_build" / "html" / "book" / "ch02_ufm.html").read_text()
+    assert "https://colab.research.google.com/github/example/ncbook/blob/main/book/ch02_ufm.ipynb" in page
+    assert "https://mybinder.org/v2/gh/example/ncbook/main?urlpath=lab/tree/book/ch02_ufm.ipynb" in page
+
+
 def _fresh_venv(where: Path) -> Path:
     """A virtual environment without ncbook whose other packages are this environment's (linked, offline)."""
     subprocess.run([sys.executable, "-m", "venv", str(where / "venv")], check=True)

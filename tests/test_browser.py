@@ -43,7 +43,8 @@ MIN_TEXT_PT = 9.0            # smallest text of a figure at its displayed size
 PHONE_MIN_PX = 9.0           # smallest text of a figure on a 390 px phone, in CSS px
 PAGE_LIMIT = 1.5 * 2**20     # everything a first visit to a page loads, gzip-compressed as a web server sends it
 OWN_LIMIT = 2**20            # a page's own HTML and the images it shows first, raw
-SITE_LIMIT = 40 * 2**20      # the whole built site (MathJax 4 and its font: 3.5 MB; the book's code: ncbook-source.zip;
+SITE_LIMIT = 44 * 2**20      # the whole built site (MathJax 4 and its font: 3.5 MB; the book's code: ncbook-source.zip,
+                             # and the students' archive beside it, 3.3 MB each;
                              # every figure twice, for the column and for a phone: 12 MB of images, and again in the
                              # notebooks offered for download, 18 MB)
 NO_IDENTIFIER = {"Rangamani and Banburski-Fahey 2022", "Nguyen and Mondelli 2020", "Dai et al. 2021"}
@@ -219,7 +220,7 @@ def browser():
 
 def made_by_make(part: str) -> Path | None:
     """What `make test`'s own commands built (NCBOOK_BUILT=<repository>/_build): ``html`` by `make book`, ``pdf`` by
-    `make pdf`, ``student`` by `make student`; None when the tests run on their own."""
+    `make pdf`, ``student`` by `make book` (or `make student`); None when the tests run on their own."""
     given = os.environ.get("NCBOOK_BUILT")
     return Path(given) / part if given else None
 
@@ -487,6 +488,14 @@ def test_site_weight(built_book: Path):
     assert size <= SITE_LIMIT, f"the built site is {size / 2**20:.1f} MB (limit {SITE_LIMIT / 2**20:.0f} MB)"
 
 
+def test_no_launch_button_while_the_repository_is_unset(built_book: Path):
+    """The shipped config names no repository, so no page offers Colab or Binder (a button would open nothing);
+    test_bootstrap builds the book with an address and finds them."""
+    for page in toc_pages():
+        text = (built_book / f"{page}.html").read_text(encoding="utf-8")
+        assert "colab.research.google.com" not in text and "mybinder.org" not in text, page
+
+
 def test_every_page_states_its_licences(built_book: Path):
     """The footer of every page says under which licences its text and figures (CC BY 4.0) and code (MIT) are."""
     for page in toc_pages():
@@ -509,6 +518,35 @@ def test_every_file_the_text_cites_opens_from_the_page(built_book: Path):
             assert target.is_file() and target.read_bytes() == (ROOT / name).read_bytes(), (page, name, href)
             cited += 1
     assert cited >= 40, f"only {cited} citations of repository files found: the pattern no longer matches the HTML"
+
+
+def test_the_students_archive_and_the_problem_set_carry_no_solution(built_book: Path):
+    """Issue 62: the instructors' page links the students' archive that the site's build wrote (its checksum
+    matching): every chapter without its solutions, the problem set, the package; the problem set's solutions
+    (course/solutions.md) are in no archive and on no page."""
+    import hashlib
+    import zipfile
+
+    page = (built_book / "book" / "instructors.html").read_text(encoding="utf-8")
+    assert 'href="../ncbook-student-source.zip"' in page and 'href="problem_set.html"' in page
+    archive = built_book / "ncbook-student-source.zip"
+    digest = (built_book / "ncbook-student-source.zip.sha256").read_text().split()
+    assert digest == [hashlib.sha256(archive.read_bytes()).hexdigest(), archive.name]
+    with zipfile.ZipFile(archive) as z:
+        members = {n.removeprefix("ncbook-student/"): z.read(n).decode("utf-8", "replace") for n in z.namelist()}
+    chapters = [n for n in members if re.fullmatch(r"book/ch\d\d_\w+\.md", n)]
+    assert len(chapters) == 9 and "book/problem_set.md" in members and "ncbook/exercises.py" in members
+    for name in chapters:
+        assert "{solution" not in members[name], f"{name} in the students' archive keeps a solution"
+    assert sum(members[name].count(":tags: [answer]\n") for name in chapters) == 13    # emptied for the student
+    solutions = (ROOT / "course" / "solutions.md").read_text()
+    marker = re.search(r"Answer \(P1\.2\): [^.]*", solutions).group(0)
+    for archive_name in ("ncbook-source.zip", "ncbook-student-source.zip"):
+        with zipfile.ZipFile(built_book / archive_name) as z:
+            assert not [n for n in z.namelist() if "/course/" in n], archive_name
+    published = [p for p in built_book.rglob("*") if p.is_file() and p.suffix in (".html", ".md", ".ipynb", ".js")
+                 and marker in p.read_text(encoding="utf-8", errors="replace")]
+    assert not published, f"the problem set's solutions are published: {published[:3]}"
 
 
 def test_print_edition(browser, built_book: Path):

@@ -7,13 +7,18 @@ the same checksum. It unpacks into one folder, ``ncbook-source/``. The chapters 
 student edition's have no solutions); the package and the results come from the repository the build runs in.
 
 Every file of the repository the text cites as code (``results/README.md``, ``tests/test_claims.py``) or the
-footer names (``CITATION.cff``, ``LICENSE``) opens from the page: the build copies it to ``_source/<its path>`` and the
-citation links there; the archive carries it too.
+footer names (``CITATION.cff``, ``LICENSE``) opens from the page: the build copies it to ``_sources/<its path>`` (where
+Sphinx already keeps each chapter's source) and the citation links there; the archive carries it too.
+
+Beside it, the students' archive ``ncbook-student-source.zip`` (linked from the instructors' page): the same with
+the chapters as the student edition has them (``scripts/student_edition.py``: no solutions, empty answer cells), the
+problem set, and a README for students. Neither carries the problem set's solutions (:data:`UNPUBLISHED`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import re
 import shutil
 import zipfile
@@ -24,13 +29,17 @@ from sphinx.util.osutil import relative_uri
 
 ARCHIVE = "ncbook-source.zip"
 FOLDER = "ncbook-source"
+STUDENT_ARCHIVE = "ncbook-student-source.zip"
+STUDENT_FOLDER = "ncbook-student"
 FILES = ("README.md", "requirements.txt", "pyproject.toml", "Makefile", "jupytext.toml", "LICENSE", "LICENSE-TEXT.md",
          "CITATION.cff", "CHANGELOG.md", "scripts/jupyterlab_overrides.json")
-TREES = {"ncbook": ("*.py",), "results": ("*.json", "*.npz", "*.md"), "book": ("ch*.md",)}
-CITED = "_source"
-"""Where the HTML build puts the files the text cites."""
+TREES = {"ncbook": ("*.py",), "results": ("*.json", "*.npz", "*.md"), "book": ("ch*.md", "problem_set.md")}
+CITED = "_sources"
+"""Where the HTML build puts the files the text cites (with Sphinx's copies of the pages' sources)."""
 FOOTER = ("CITATION.cff", "LICENSE", "LICENSE-TEXT.md")
 """The files the page footer names (``_config.yml``'s ``extra_footer``)."""
+UNPUBLISHED = ("course/",)
+"""What neither the site nor an archive carries, even where the text names it: the problem set's solutions."""
 _LITERAL = re.compile(r"`([^`\s]+)`")
 
 
@@ -47,7 +56,7 @@ def cited_file(text: str, root: Path) -> str | None:
     folder, or a path leaving the repository or into a build or environment folder."""
     if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_./-]*", text) or ".." in text.split("/"):
         return None
-    if text.split("/")[0] in {"_build", ".venv", ".git"} or text.startswith(".venv"):
+    if text.split("/")[0] in {"_build", ".venv", ".git"} or text.startswith((".venv", *UNPUBLISHED)):
         return None
     return text if (root / text).is_file() else None
 
@@ -77,22 +86,42 @@ def source_files(srcdir: Path, root: Path | None = None) -> dict[str, Path]:
     return dict(sorted(out.items()))
 
 
-def write_archive(srcdir: Path, target: Path) -> str:
-    """Write the archive of ``srcdir`` to ``target`` (atomically) and its checksum beside it; returns the sha256."""
+def write_archive(files: dict[str, bytes], target: Path, folder: str = FOLDER) -> str:
+    """Write ``files`` (name -> bytes) under ``folder/`` to the archive ``target`` (atomically) and its checksum
+    beside it; returns the sha256."""
     tmp = target.with_suffix(".partial")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
-        for name, path in source_files(srcdir).items():
-            info = zipfile.ZipInfo(f"{FOLDER}/{name}", date_time=(1980, 1, 1, 0, 0, 0))
+        for name, data in sorted(files.items()):
+            info = zipfile.ZipInfo(f"{folder}/{name}", date_time=(1980, 1, 1, 0, 0, 0))
             info.external_attr, info.compress_type = 0o644 << 16, zipfile.ZIP_DEFLATED
-            z.writestr(info, path.read_bytes())
+            z.writestr(info, data)
     tmp.replace(target)
     digest = hashlib.sha256(target.read_bytes()).hexdigest()
     target.with_name(target.name + ".sha256").write_text(f"{digest}  {target.name}\n")
     return digest
 
 
+def student_edition(root: Path):
+    """``scripts/student_edition.py`` of the repository ``root``: how the student edition removes solutions."""
+    spec = importlib.util.spec_from_file_location("student_edition", root / "scripts" / "student_edition.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def student_files(srcdir: Path) -> dict[str, bytes]:
+    """The students' archive: the source archive's files, its chapters without solutions, a README for students."""
+    edition = student_edition(code_root(srcdir))
+    files = {name: path.read_bytes() for name, path in source_files(srcdir).items()}
+    for name in files:
+        if re.fullmatch(r"book/ch\w+\.md", name):
+            files[name] = edition.student_text(files[name].decode("utf-8")).encode("utf-8")
+    files["README.md"] = edition.HANDOUT_README.encode("utf-8")
+    return files
+
+
 def link_cited_files(app, doctree, docname) -> None:
-    """Make each code literal that names a repository file a link to its copy under ``_source/``."""
+    """Make each code literal that names a repository file a link to its copy under ``_sources/``."""
     if app.builder.format != "html":
         return
     root = code_root(Path(app.srcdir))
@@ -126,7 +155,8 @@ def _build_finished(app, exception) -> None:
             target = outdir / CITED / name
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, target)
-        write_archive(srcdir, outdir / ARCHIVE)
+        write_archive({name: path.read_bytes() for name, path in source_files(srcdir).items()}, outdir / ARCHIVE)
+        write_archive(student_files(srcdir), outdir / STUDENT_ARCHIVE, STUDENT_FOLDER)
 
 
 def setup(app):
