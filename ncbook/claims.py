@@ -297,6 +297,56 @@ class Claim:
         left = f"; {self.ledger}" if self.ledger else ""
         return f"{int(np.sum(self.holds))} of {np.size(self.holds)} {self.runs}{why}{left}"
 
+    @property
+    def why(self) -> str:
+        """Why the row has its verdict, in at most 12 words (the glance table's "why" column)."""
+        k, n = int(np.sum(self.holds)), int(np.size(self.holds))
+        if self.failed_design:
+            return "a design of ours that cannot reach the regime: never judged"
+        if not self.reached:
+            if self.margin_runs is not None and 0 < self.margin_runs < 2:
+                return f"only {self.margin_runs} run to compare in the regime; a margin needs 2"
+            found = re.search(r"of (\d+) runs (that fit|at zero error)", self.ledger)
+            if self.in_regime and self.in_regime[0] > 0:
+                return f"{self.in_regime[0]} of {self.in_regime[1]} in the regime, but none in every setting compared"
+            if found:
+                reached = "fit their data" if found.group(2) == "that fit" else "reached zero training error"
+                return f"none of our {found.group(1)} runs {reached}"
+            return "no run of ours reached the regime"
+        if self.precondition:
+            return f"{k} of {n} runs " + ("fit their data" if "fit" in self.claim else
+                                          "reach zero training error" if "zero training error" in self.claim else
+                                          "meet it")
+        verdict = self.verdict
+        if verdict == NO_EFFECT:
+            return f"every effect within {MARGIN:g} SDs of the run-to-run spread"
+        if verdict == "not reproduced":
+            return ("a clear effect against the claim, beyond the margin" if not self.direction else
+                    f"holds in {k} of {n} runs, under half")
+        runs = "every run" if k == n else f"{k} of {n} runs"
+        clear = {True: f", clear by {MARGIN:g} SDs", False: f", but within {MARGIN:g} SDs on a metric",
+                 None: ""}[self.separated]
+        if verdict == "partly" and k < REPRODUCED * n:
+            return f"holds in {k} of {n} runs, under the 90% needed"
+        return f"holds in {runs}{clear}"
+
+    def dots(self) -> str:
+        """The runs as a picture: an inline SVG with a dot per judged run (filled where the claim holds, hollow
+        where it does not) and a small grey one per run left outside the regime."""
+        holds = np.asarray(self.holds, bool).ravel()
+        kinds = ["holds" if h else "fails" for h in holds] + ["outside"] * int(self.outside)
+        if not kinds:
+            return ""
+        per_row, pitch = 24, 7
+        rows = -(-len(kinds) // per_row)
+        circles = "".join(
+            f"<circle class='dot-{kind}' cx='{pitch * (i % per_row) + 4}' cy='{pitch * (i // per_row) + 4}' "
+            f"r='{2 if kind == 'outside' else 3}'/>" for i, kind in enumerate(kinds))
+        label = (f"{int(holds.sum())} of {holds.size} runs hold" +
+                 (f", {self.outside} outside the regime" if self.outside else ""))
+        return (f"<svg class='claim-dots' width='{pitch * min(len(kinds), per_row) + 1}' height='{pitch * rows + 1}' "
+                f"role='img' aria-label='{label}'><title>{label}</title>{circles}</svg>")
+
     def __str__(self) -> str:
         fill = lambda text: textwrap.fill(text, WRAP, initial_indent="    ", subsequent_indent="    ")  # noqa: E731
         lines = [textwrap.fill(f"[{self.where}] {self.claim}", WRAP, subsequent_indent="  ")]
@@ -559,7 +609,7 @@ class ClaimsTable:
             out += f"; {len(self.not_run)} claim{'s' * (len(self.not_run) != 1)} not run, listed below"
         return out + regime_line(self.claims)
 
-    HEADS = ("the paper's claim, by figure", "verdict: runs in which it holds")
+    HEADS = ("the paper's claim, by figure", "why", "verdict: runs in which it holds")
     DETAIL_HEADS = ("where", "the paper's words, and the metric", "what each run must show",
                     "our numbers: each run's value, or mean ± SD (min to max) over more than six runs",
                     "the quantities that govern it, ours (the paper's)")
@@ -604,7 +654,7 @@ class ClaimsTable:
                 return f"<b>not reached</b>{e(': ' + ledger if ledger else '')}{e(few)}"
             ledger = f"<br><span class='claim-ledger'>{e(ledger)}</span>" if ledger else ""
             return (f"<b>{e(c.verdict)}</b>, <span title='{e(c.runs)}'>{int(np.sum(c.holds))} of "
-                    f"{np.size(c.holds)}</span>{ledger}")
+                    f"{np.size(c.holds)}</span> {c.dots()}{ledger}")
 
         def in_heading(c: Claim) -> bool:
             """A precondition no other scale ran goes in its figure's heading: the rows below read its runs."""
@@ -623,7 +673,7 @@ class ClaimsTable:
             anchor = FIGURE_ANCHORS.get((paper, figure_of(where)))
             links = (f" <span class='claim-links'>(<a href='#{anchor}'>ours</a>, <a href='{PAPER_URLS[paper]}'>"
                      f"paper</a>)</span>" if anchor and paper in PAPER_URLS else "")
-            return f"<tr class='claims-group'><th colspan='2'>{e(where)}{links}{note}</th></tr>"
+            return f"<tr class='claims-group'><th colspan='3'>{e(where)}{links}{note}</th></tr>"
 
         paper = self.not_run[0].paper if self.not_run else self.title.split()[0] if self.title else ""
         rows, details, where = "", "", None
@@ -634,8 +684,8 @@ class ClaimsTable:
                 where = c.where
                 rows += heading(where)
             if not in_heading(c):
-                rows += row(self.HEADS, (e(c.claim), glance(c) + "".join(
-                    elsewhere(s, o) for s, o in zip(self.beside, found) if o)), (css(c.verdict),))
+                rows += row(self.HEADS, (e(c.claim), f"<span class='claim-why'>{e(c.why)}</span>", glance(c) + "".join(
+                    elsewhere(s, o) for s, o in zip(self.beside, found) if o)), ("", css(c.verdict)))
             words = e(c.paper) + f"<br><span class='claim-metric'>{e(c.metric)}</span>"
             ours = unbroken_numbers(c.numbers) + "".join(
                 f"<br><i>at {e(s)}:</i> {unbroken_numbers(o.numbers)}" for s, o in zip(self.beside, found) if o)
@@ -645,12 +695,18 @@ class ClaimsTable:
                                                e(c.criterion) + f"<br><i>{e(c.verdict)}: {e(c.count)}</i>",
                                                ours, governing))
         for s, o in self._unmatched():
-            rows += row(self.HEADS, (e(f"[{o.where}] {o.claim}"), f"not run at {e(self.scale)}" + elsewhere(s, o)))
+            rows += row(self.HEADS, (e(f"[{o.where}] {o.claim}"), e(o.why),
+                                     f"not run at {e(self.scale)}" + elsewhere(s, o)))
         not_run = "".join(f"<li><b>{e(n.where)}</b>: {e(n.claim)}. <i>{e(n.reason)}</i></li>" for n in self.not_run)
         not_run = (f"<details class='ncbook-claims-detail ncbook-claims-not-run'><summary>The claims no run tests "
                    f"({len(self.not_run)}), and why</summary><ul>{not_run}</ul></details>") if self.not_run else ""
         caption = e((self.title + ": " if self.title else "") + self._counts())
-        return (f"<table class='ncbook-claims'><caption>{caption}</caption>{head(self.HEADS)}<tbody>{rows}</tbody>"
+        legend = ("<p class='claims-legend'>A row per claim of a figure; <i>why</i>: the verdict rule's reason; "
+                  "<i>verdict</i>: the runs in which the claim holds, a dot each (<span class='dot-key holds'>●</span>"
+                  " holds, <span class='dot-key fails'>○</span> does not, <span class='dot-key outside'>∘</span> "
+                  "outside the regime). The caption counts claims: a claim's verdict combines its rows.</p>")
+        return (f"{legend}<table class='ncbook-claims'><caption>{caption}</caption>{head(self.HEADS)}"
+                f"<tbody>{rows}</tbody>"
                 f"</table>{not_run}<details class='ncbook-claims-detail'><summary>Each claim in full: the paper's "
                 f"words and "
                 f"metric, what each run must show, our numbers, the governing quantities</summary>"

@@ -271,8 +271,8 @@ def test_a_row_of_another_scale_with_no_cpu_row_is_shown_not_dropped():
     odd = claims.Claim("Fig. 99", "a claim only the gpu configuration reads", np.ones(3, bool), "seeds", "1, 2, 3")
     table = claims.ClaimsTable(rows, "Tirer", beside={"gpu": {(odd.where, odd.claim): odd}}, scale="cpu")
     assert "only at gpu: [Fig. 99] a claim only the gpu configuration reads" in repr(table)
-    assert "[Fig. 99] a claim only the gpu configuration reads</td><td data-label='verdict: runs in which it " \
-           "holds'>not run at cpu<br><span class='claim-scale verdict-reproduced'>at gpu: <b>reproduced</b>" \
+    assert "[Fig. 99] a claim only the gpu configuration reads</td><td data-label='why'>holds in every run</td>" \
+           "<td data-label='verdict: runs in which it holds'>not run at cpu<br><span class='claim-scale verdict-reproduced'>at gpu: <b>reproduced</b>" \
         in table._repr_html_()
 
 
@@ -586,3 +586,37 @@ def test_the_config_differences_are_read_from_the_configurations():
     jacot = dict(claims.ConfigDifferences("Jacot").rows)
     assert "weight_decays 0.013, 0.052 / 0.001, 0.004" in jacot["jacot_resnet_head"]
     assert "record_every" not in " ".join(jacot.values())
+
+
+def test_each_row_says_why_in_at_most_twelve_words_and_the_reason_is_the_rules():
+    """Issue 62: the glance table's "why" for every row of both papers' tables is at most 12 words, and says the
+    rule's reason: a clear effect against, a share under 90%, within the margin, not reached and why."""
+    cfg = claims.get_experiment("tirer_wd_ablation").config("cpu")
+    rows = (claims.jacot_claims(claims.cached_results("Jacot", "cpu"), "cpu")
+            + claims.tirer_claims(claims.cached_results("Tirer", "cpu"), cfg.losses, (4, 9), "cpu"))
+    assert all(0 < len(c.why.split()) <= 12 for c in rows), [c.why for c in rows if len(c.why.split()) > 12]
+    a = np.ones(4)
+    against = judge([a, a * np.array([1.5, 1.6, 1.5, 1.6])], DOWN)
+    row = claims.Claim("x", "y", against.holds, "seeds", "", against.separated, direction=against.direction)
+    assert row.verdict == "not reproduced" and "against" in row.why
+    noise = np.array([0.1, -0.1, 0.1, -0.1])
+    within = judge([a + 1, a + 1.02 + noise], DOWN)
+    row = claims.Claim("x", "y", within.holds, "seeds", "", within.separated, direction=within.direction)
+    assert row.verdict == claims.NO_EFFECT and "within 2 SDs" in row.why
+    few = claims.Claim("x", "y", np.arange(6) < 4, "seeds", "")
+    assert few.verdict == "partly" and few.why == "holds in 4 of 6 runs, under the 90% needed"
+    none = claims.Claim("x", "y", np.zeros(0, bool), "seeds", "", outside=15, in_regime=(0, 15),
+                        ledger="judged on 0 of 15 runs at zero error (15 not at zero error)")
+    assert none.verdict == claims.NOT_REACHED and none.why == "none of our 15 runs reached zero training error"
+
+
+def test_a_rows_picture_has_a_dot_per_run():
+    """The glance table's picture of a row: a filled dot per run in which the claim holds, a hollow one per run in
+    which it does not, a small grey one per run outside the regime."""
+    row = claims.Claim("x", "y", np.array([True, False, True]), "seeds", "", outside=2)
+    svg = row.dots()
+    assert svg.count("dot-holds") == 2 and svg.count("dot-fails") == 1 and svg.count("dot-outside") == 2
+    assert "2 of 3 runs hold, 2 outside the regime" in svg
+    assert claims.Claim("x", "y", np.zeros(0, bool), "seeds", "").dots() == ""
+    many = claims.Claim("x", "y", np.ones(50, bool), "seeds", "").dots()         # wraps: 24 a line
+    assert "height='22'" in many and many.count("<circle") == 50
