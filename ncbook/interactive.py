@@ -49,19 +49,21 @@ _JS = """(function(){var r=document.getElementById(%(id)s);if(!r)return;
 function j(c){return JSON.parse(r.querySelector('script.'+c).textContent);}
 var f=j('ncsf-frames'),z=j('ncsf-sizes'),p=j('ncsf-phone-frames'),y=j('ncsf-phone-sizes');
 function url(s){return /\\.png$/.test(s)?s:'data:image/png;base64,'+s;}
-var ins=r.querySelectorAll('input.ncsf-range');
-function u(){var k=[],t=[];ins.forEach(function(i){k.push(i.value);var v=JSON.parse(i.dataset.labels)[+i.value];
-i.parentNode.querySelector('.ncsf-value').textContent=v;t.push(i.dataset.name+' = '+v);});k=k.join(',');
+var cs=r.querySelectorAll('.ncsf-control');
+function at(c){return (c.querySelector('input.ncsf-range')||c.querySelector('input:checked')).value;}
+function u(){var k=[],t=[];cs.forEach(function(c){var n=at(c);k.push(n);var v=JSON.parse(c.dataset.labels)[+n];
+var s=c.querySelector('.ncsf-value');if(s)s.textContent=v;t.push(c.dataset.name+' = '+v);});k=k.join(',');
 var src=r.querySelector('picture source'),img=r.querySelector('img.ncsf-frame');
 src.srcset=url(p[k]);src.width=y[k][0];src.height=y[k][1];
 img.src=url(f[k]);img.width=z[k][0];img.height=z[k][1];
 img.dataset.key=k;img.alt=r.dataset.alt+' at '+t.join(', ');}
-ins.forEach(function(i){i.addEventListener('input',u);});})();"""
+r.querySelectorAll('.ncsf-control input').forEach(function(i){i.addEventListener('input',u);
+i.addEventListener('change',u);});})();"""
 
 _PRINT_JS = """(function(){if(window.ncsfPrintLayout)return;
 window.ncsfPrintLayout=function(){document.querySelectorAll('div.ncsf').forEach(function(r){
 if(r.querySelector('.ncsf-print'))return;var f=JSON.parse(r.querySelector('script.ncsf-frames').textContent);
-var ins=[].slice.call(r.querySelectorAll('input.ncsf-range'));var g=document.createElement('div');
+var ins=[].slice.call(r.querySelectorAll('.ncsf-control'));var g=document.createElement('div');
 g.className='ncsf-print';Object.keys(f).forEach(function(key){var ix=key.split(','),t=[];
 var h=[];ins.forEach(function(i,n){var v=JSON.parse(i.dataset.labels)[+ix[n]];t.push(i.dataset.name+' = '+v);
 var e=document.createElement('span');e.textContent=v;h.push(i.dataset.html+' = '+e.innerHTML);});
@@ -152,7 +154,8 @@ class SliderFigure:
         return [dict(zip(self.params, vals)) for vals in itertools.product(*self.params.values())]
 
     def html(self) -> str:
-        """Self-contained HTML: range inputs over precomputed frames, switched by inline JavaScript."""
+        """Self-contained HTML: a range input per parameter (a toggle where it has two values) over precomputed
+        frames, switched by inline JavaScript."""
         tables: dict[str, dict[str, Any]] = {"frames": {}, "sizes": {}, "phone-frames": {}, "phone-sizes": {}}
         for point in self.grid():
             idx = ",".join(str(self.params[k].index(point[k])) for k in self.params)
@@ -166,13 +169,21 @@ class SliderFigure:
         for k, grid in self.params.items():
             shown = [self.fmt(v) for v in grid]
             i0 = grid.index(self.initial[k])
+            data = (f'data-param="{html.escape(k)}" data-name="{html.escape(self.labels[k])}" '
+                    f'data-html="{html.escape(label_html(self.labels[k]))}" '
+                    f'data-labels="{html.escape(json.dumps(shown))}"')
+            if len(grid) == 2:      # two positions: a toggle between them, not a slider
+                choices = "".join(
+                    f'<label class="ncsf-choice"><input type="radio" name="{uid}-{html.escape(k)}" value="{i}"'
+                    f'{" checked" if i == i0 else ""}> {html.escape(v)}</label>' for i, v in enumerate(shown))
+                rows.append(f'<div class="ncsf-control ncsf-toggle" role="radiogroup" '
+                            f'aria-label="{html.escape(self.labels[k])}" {data} style="display:block;margin:2px 0">'
+                            f'{label_html(self.labels[k])} {choices}</div>')
+                continue
             rows.append(
-                f'<label class="ncsf-control" style="display:block;margin:2px 0">{label_html(self.labels[k])} '
+                f'<label class="ncsf-control" {data} style="display:block;margin:2px 0">{label_html(self.labels[k])} '
                 f'<input class="ncsf-range" type="range" min="0" max="{len(grid) - 1}" step="1" value="{i0}" '
-                f'data-param="{html.escape(k)}" data-name="{html.escape(self.labels[k])}" '
-                f'data-html="{html.escape(label_html(self.labels[k]))}" '
-                f'data-labels="{html.escape(json.dumps(shown))}" aria-label="{html.escape(self.labels[k])}" '
-                f'style="vertical-align:middle;width:min(240px,50vw)"> '
+                f'aria-label="{html.escape(self.labels[k])}" style="vertical-align:middle;width:min(240px,50vw)"> '
                 f'<span class="ncsf-value">{html.escape(shown[i0])}</span></label>')
         alt = f"{self.alt} at {self.position_text(self.initial)}"
         picture = picture_html(*self.frames(**self.initial), alt, attrs=f'class="ncsf-frame" data-key="{start}"')
@@ -186,13 +197,19 @@ class SliderFigure:
         return out
 
     def widget(self):
-        """ipywidgets sliders driving an Image widget through the live kernel."""
+        """ipywidgets sliders (toggle buttons for a parameter of two values) driving an Image widget through the
+        live kernel."""
         import ipywidgets as w
 
-        sliders = {k: w.SelectionSlider(options=[(self.fmt(v), v) for v in grid], value=self.initial[k],
-                                        description=label_html(self.labels[k]), description_allow_html=True,
-                                        style={"description_width": "initial"}, continuous_update=False)
-                   for k, grid in self.params.items()}
+        def control(k: str, grid: list) -> Any:
+            options = [(self.fmt(v), v) for v in grid]
+            common = dict(description=label_html(self.labels[k]), description_allow_html=True,
+                          style={"description_width": "initial"})
+            if len(grid) == 2:
+                return w.ToggleButtons(options=options, value=self.initial[k], **common)
+            return w.SelectionSlider(options=options, value=self.initial[k], continuous_update=False, **common)
+
+        sliders = {k: control(k, grid) for k, grid in self.params.items()}
         img = w.Image(value=self.image(**self.initial), format="png")
         status = w.HTML(value="")       # "computing ..." while a position is drawn for the first time
         log = w.Output()                # progress bars of a position drawn for the first time

@@ -173,7 +173,7 @@ def slider_controls(page: str) -> list[tuple[str, list[str]]]:
     for cell in json.loads(nb.read_text())["cells"]:
         for out in cell.get("outputs", []):
             text = "".join(out.get("data", {}).get("text/html", ""))
-            for tag in re.findall(r'<input class="ncsf-range"[^>]*>', text):
+            for tag in re.findall(r'<(?:label|div) class="ncsf-control[^"]*"[^>]*>', text):
                 name = html.unescape(re.search(r'data-name="([^"]*)"', tag).group(1))
                 labels = json.loads(html.unescape(re.search(r'data-labels="([^"]*)"', tag).group(1)))
                 found.append((re.sub(r"_\{?(\w+)\}?", r"\1", name), labels))
@@ -297,19 +297,26 @@ def test_page_in_chromium(browser, built_book: Path, page: str):
     for i in range(figures.count()):
         fig = figures.nth(i)
         img = fig.locator("img.ncsf-frame")
-        sliders = fig.locator("input.ncsf-range")
-        assert sliders.count() >= 1
-        for j in range(sliders.count()):
-            slider = sliders.nth(j)
+        controls = fig.locator(".ncsf-control")
+        assert controls.count() >= 1
+        for j in range(controls.count()):
+            control = controls.nth(j)
             fig.scroll_into_view_if_needed()
             before = img.get_attribute("src")
-            at_max = slider.input_value() == slider.get_attribute("max")
-            slider.focus()
-            tab.keyboard.press("ArrowLeft" if at_max else "ArrowRight")
+            toggle = control.locator("input[type=radio]")
+            if toggle.count():              # a parameter of two values is a toggle, not a slider: click the other
+                assert toggle.count() == 2 and control.locator("input.ncsf-range").count() == 0
+                control.locator("input[type=radio]:not(:checked)").click()
+            else:                            # a slider moved by a real key press
+                slider = control.locator("input.ncsf-range")
+                assert int(slider.get_attribute("max")) >= 2, f"{page}: a slider of two positions (a toggle's job)"
+                at_max = slider.input_value() == slider.get_attribute("max")
+                slider.focus()
+                tab.keyboard.press("ArrowLeft" if at_max else "ArrowRight")
             wait_until(tab, "([img, src]) => img.getAttribute('src') !== src", [img.element_handle(), before],
-                       f"{page}: slider figure {i + 1}, slider {j + 1}: the frame's address changing on a key press")
+                       f"{page}: slider figure {i + 1}, control {j + 1}: the frame's address changing on input")
             wait_until(tab, "im => im.complete && im.naturalWidth > 0", img.element_handle(),
-                       f"{page}: slider figure {i + 1}, slider {j + 1}: the new frame loading")
+                       f"{page}: slider figure {i + 1}, control {j + 1}: the new frame loading")
         size = fig.evaluate("el => el.outerHTML.length")
         assert size <= 3 * 2**20, f"{page}: slider figure {i + 1} embeds {size / 2**20:.1f} MB (limit 3 MB)"
         fig.screenshot(path=str(SHOTS / f"{Path(page).name}-figure{i + 1}.png"))

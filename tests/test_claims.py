@@ -272,8 +272,8 @@ def test_a_row_of_another_scale_with_no_cpu_row_is_shown_not_dropped():
     table = claims.ClaimsTable(rows, "Tirer", beside={"gpu": {(odd.where, odd.claim): odd}}, scale="cpu")
     assert "only at gpu: [Fig. 99] a claim only the gpu configuration reads" in repr(table)
     assert "[Fig. 99] a claim only the gpu configuration reads</td><td data-label='why'>holds in every run</td>" \
-           "<td data-label='verdict: runs in which it holds'>not run at cpu<br><span class='claim-scale verdict-reproduced'>at gpu: <b>reproduced</b>" \
-        in table._repr_html_()
+           "<td data-label='verdict: runs in which it holds'>not run at cpu<br><span class='claim-scale " \
+           "verdict-reproduced'>at gpu: <b>reproduced</b>" in table._repr_html_()
 
 
 def test_every_claim_row_is_read_from_one_stored_result_and_list_counts_them():

@@ -30,7 +30,7 @@ def test_slider_figure_static_html_has_every_frame_and_switches():
     assert all(phone_sizes[k][0] <= sizes[k][0] for k in frames)     # each position drawn for a phone too
     assert '<picture><source media="(max-width: 600px)" srcset="data:image/png;base64,' in page
     assert 'data-key="1,0"' in page                          # starts at a=2 (index 1), b=0.5 (index 0)
-    assert page.count('class="ncsf-range"') == 2
+    assert page.count('class="ncsf-range"') == 1 and page.count('type="radio"') == 2   # b has two values: a toggle
     assert sf.image(a=2, b=0.5) is sf.image(a=2, b=0.5)     # memoised
     bundle = sf._repr_mimebundle_()
     assert {"text/html", "text/plain"} <= set(bundle) and "image/png" not in bundle   # print uses the frames
@@ -40,8 +40,22 @@ def test_slider_figure_static_html_has_every_frame_and_switches():
 def test_slider_labels_typeset_subscripts_and_escape_html():
     assert label_html("λ_W") == "λ<sub>W</sub>"
     assert label_html("x_{ij} < 1") == "x<sub>ij</sub> &lt; 1"
-    page = SliderFigure(_draw, {"a": [1, 2]}, labels={"a": "λ_H"}).html()
+    page = SliderFigure(_draw, {"a": [1, 2, 3]}, labels={"a": "λ_H"}).html()
     assert "λ<sub>H</sub> <input" in page and 'data-name="λ_H"' in page
+
+
+def test_a_parameter_of_two_values_is_a_toggle_in_the_page_and_in_jupyter():
+    """Issue 62: two positions are a choice, not a range: two radio buttons in the page (no range input), toggle
+    buttons in a live kernel; three or more stay a slider."""
+    import ipywidgets as w
+
+    sf = SliderFigure(_draw, {"a": [1, 2]}, labels={"a": "λ_H"}, initial={"a": 2})
+    page = sf.html()
+    assert 'class="ncsf-range"' not in page and page.count('type="radio"') == 2
+    assert 'role="radiogroup" aria-label="λ_H"' in page and 'value="1" checked> 2</label>' in page
+    kinds = [type(c) for c in sf.widget().children[:1]]
+    assert kinds == [w.ToggleButtons]
+    assert isinstance(SliderFigure(_draw, {"a": [1, 2, 3]}).widget().children[0], w.SelectionSlider)
 
 
 def test_slider_figure_rejects_bad_declarations_and_oversized_pages(monkeypatch):

@@ -103,7 +103,7 @@ window.ncsfPrintLayout = function () {
   document.querySelectorAll("div.ncsf").forEach(function (root) {
     if (root.querySelector(".ncsf-print")) return;
     var frames = JSON.parse(root.querySelector("script.ncsf-frames").textContent), keys = Object.keys(frames);
-    var inputs = [].slice.call(root.querySelectorAll("input.ncsf-range"));
+    var inputs = [].slice.call(root.querySelectorAll(".ncsf-control"));     // a slider or a two-value toggle
     var shown = keys.length <= 4 ? keys : [0, 1, 2, 3].map(function (i) {
       return keys[Math.round(i * (keys.length - 1) / 3)]; });
     var grid = document.createElement("div");
