@@ -1570,6 +1570,68 @@ class Provenance:
                 f"<tbody>{body}</tbody></table></details>")
 
 
+SCALE_ROLES = {"cpu": "shipped with the book, made on 2 CPU cores",
+               "gpu": "the papers' widths on the shipped data, for one GPU",
+               "paper": "the paper's setting where it states one (full data sets)"}
+"""What each scale of Part IV is for (the `tiny` one only tests the code); the glossary defines them."""
+
+_DATA = {"mnist5k": "MNIST-5k", "mnist": "MNIST", "cifar10": "CIFAR-10", "digits": "digits"}
+
+
+@dataclass(frozen=True)
+class Scales:
+    """Each of a paper's experiments at each scale: the network, the data, the length and the seeds, and where and in
+    how long the result was made (from its manifest; "not made" where none is cached): Part IV's opening table."""
+
+    paper: str
+    scales: tuple[str, ...] = ("cpu", "gpu", "paper")
+    root: Any = None
+
+    def cell(self, exp: str, scale: str) -> tuple[str, str]:
+        """(what runs, where it ran and for how long) for one experiment at one scale."""
+        from . import cache
+        from .cost import duration
+        from .runner import Run, cached_current
+
+        cfg = get_experiment(exp).config(scale)
+        per = f" x {cfg.per_class}" if getattr(cfg, "per_class", None) else ""
+        length = (f"{cfg.steps:,} steps" if getattr(cfg, "steps", None) else f"{cfg.epochs:,} epochs")
+        seeds = len(cfg.seeds)
+        net = (f"ResNet-{cfg.resnet_depth} (width {cfg.resnet_width})" if hasattr(cfg, "resnet_depth") else
+               f"width {cfg.width}" if getattr(cfg, "width", None) else
+               f"width {max(cfg.hidden)}" if getattr(cfg, "hidden", None) else
+               f"width {max(cfg.widths[1:-1])}" if getattr(cfg, "widths", None) else "")
+        what = (f"{net + '; ' if net else ''}{_DATA.get(cfg.dataset, cfg.dataset)}{per}, {length}, "
+                f"{seeds} seed{'s' * (seeds != 1)}")
+        run = Run.of(exp, scale)
+        if cached_current(run, self.root) is None:
+            return what, "not made"
+        p = cache.read_manifest(exp, run.tag, self.root)["provenance"]
+        where = ("CPU" if p.get("device") == "cpu" else str(p.get("device_name", p.get("device", "?"))))
+        return what, f"{where}, {duration(float(p.get('wall_time_s', 0.0)))}"
+
+    @property
+    def experiments(self) -> list[str]:
+        return list(dict.fromkeys(GOVERNS[r][0] for r in RESULTS[self.paper]))
+
+    def __repr__(self) -> str:
+        lines = [f"{s}: {SCALE_ROLES[s]}" for s in self.scales]
+        for exp in self.experiments:
+            lines += [textwrap.fill(f"{exp} [{s}]: " + "; ".join(self.cell(exp, s)), WRAP, subsequent_indent="    ")
+                      for s in self.scales]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        head = "<th>experiment</th>" + "".join(f"<th>{e(s)}<br><span class='claim-metric'>{e(SCALE_ROLES[s])}</span>"
+                                               f"</th>" for s in self.scales)
+        body = "".join(f"<tr><td><code>{e(exp)}</code></td>" + "".join(
+            f"<td data-label='{e(s)}'>{e(what)}<br><i>{e(where)}</i></td>"
+            for s, (what, where) in ((s, self.cell(exp, s)) for s in self.scales)) + "</tr>"
+            for exp in self.experiments)
+        return f"<table class='ncbook-scales'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
 @dataclass(frozen=True)
 class ConfigDifferences:
     """Every setting in which each of a paper's experiments at ``scale`` differs from its `paper` configuration (the

@@ -620,3 +620,24 @@ def test_a_rows_picture_has_a_dot_per_run():
     assert claims.Claim("x", "y", np.zeros(0, bool), "seeds", "").dots() == ""
     many = claims.Claim("x", "y", np.ones(50, bool), "seeds", "").dots()         # wraps: 24 a line
     assert "height='22'" in many and many.count("<circle") == 50
+
+
+def test_part_fours_scales_table_reads_the_configurations_and_the_manifests(tmp_path):
+    """Issue 62: the scales table gives each experiment's network, data, length and seeds at each scale from its
+    configuration, and where and in how long it was made from the result's manifest; "not made" where no result is
+    cached (an empty results folder: every cell)."""
+    from ncbook import cache
+    from ncbook.cost import duration
+    from ncbook.runner import Run
+
+    table = claims.Scales("Jacot")
+    assert table.experiments == ["jacot_mlp", "jacot_resnet_fig1", "jacot_head_depth", "jacot_resnet_head",
+                                 "jacot_nonlinear_depth"]
+    what, where = table.cell("jacot_resnet_head", "cpu")
+    assert what == "ResNet-8 (width 8); MNIST-5k x 50, 60 epochs, 3 seeds"
+    p = cache.read_manifest("jacot_resnet_head", Run.of("jacot_resnet_head", "cpu").tag)["provenance"]
+    assert where == f"CPU, {duration(p['wall_time_s'])}"
+    assert table.cell("jacot_mlp", "paper") == ("width 1024; MNIST, 4,690,000 steps, 5 seeds", "not made")
+    empty = claims.Scales("Tirer", root=tmp_path)
+    assert all(empty.cell(exp, s)[1] == "not made" for exp in empty.experiments for s in empty.scales)
+    assert "<table class='ncbook-scales'>" in table._repr_html_() and "shipped with the book" in repr(table)
