@@ -324,7 +324,7 @@ class Claim:
             return ("a clear effect against the claim, beyond the margin" if not self.direction else
                     f"holds in {k} of {n} runs, under half")
         runs = "every run" if k == n else f"{k} of {n} runs"
-        clear = {True: f", clear by {MARGIN:g} SDs", False: f", but within {MARGIN:g} SDs on a metric",
+        clear = {True: f", clear by {MARGIN:g} SDs", False: f"; within {MARGIN:g} SDs on a metric",
                  None: ""}[self.separated]
         if verdict == "partly" and k < REPRODUCED * n:
             return f"holds in {k} of {n} runs, under the 90% needed"
@@ -603,8 +603,11 @@ class ClaimsTable:
         out = (f"{self.scale}: " if self.beside and self.scale else "") + verdict_counts(self.claims)
         for s, by in self.beside.items():
             left = len(self.claims) - sum((c.where, c.claim) in by for c in self.claims)
-            out += (f"; {s}: {verdict_counts(list(by.values()))} run there (shown under the {self.scale} verdict), "
-                    f"{left} row{'s' * (left != 1)} not run")
+            ran = dict.fromkeys(GOVERNS[o.source.split(",")[0]][0] for o in by.values()
+                                if o.source.split(",")[0] in GOVERNS)
+            made = "; ".join(f"{exp}: " + ", made on ".join(what_ran(exp, s)) for exp in ran)
+            out += (f"; {s}: {verdict_counts(list(by.values()))} run there (shown under the {self.scale} verdict"
+                    f"{'; ' + made if made else ''}), {left} row{'s' * (left != 1)} not run")
         if self.not_run:
             out += f"; {len(self.not_run)} claim{'s' * (len(self.not_run) != 1)} not run, listed below"
         return out + regime_line(self.claims)
@@ -667,8 +670,9 @@ class ClaimsTable:
                            f"{int(np.sum(c.holds))} of {np.size(c.holds)} runs</span>"
                            for c in pre if not c.failed_design)
             failed = {c.failed_design for c in self.claims if c.where == where and c.failed_design}
-            note += "".join(f"<span class='claim-ledger'>; a failed design of ours, never judged: {e(f)}</span>"
-                            for f in failed)
+            n_failed = sum(c.where == where and bool(c.failed_design) and not c.precondition for c in self.claims)
+            note += "".join(f"<span class='claim-ledger'>; a failed design of ours: its {n_failed} claims are never "
+                            f"judged (listed in full below): {e(f)}</span>" for f in failed)
             note += f"<span class='claim-ledger'>; {e(shared(where))}</span>" if shared(where) else ""
             anchor = FIGURE_ANCHORS.get((paper, figure_of(where)))
             links = (f" <span class='claim-links'>(<a href='#{anchor}'>ours</a>, <a href='{PAPER_URLS[paper]}'>"
@@ -683,7 +687,7 @@ class ClaimsTable:
             if c.where != where:
                 where = c.where
                 rows += heading(where)
-            if not in_heading(c):
+            if not in_heading(c) and not c.failed_design:       # a failed design: its heading says so, once
                 rows += row(self.HEADS, (e(c.claim), f"<span class='claim-why'>{e(c.why)}</span>", glance(c) + "".join(
                     elsewhere(s, o) for s, o in zip(self.beside, found) if o)), ("", css(c.verdict)))
             words = e(c.paper) + f"<br><span class='claim-metric'>{e(c.metric)}</span>"
@@ -1200,12 +1204,24 @@ FAILED_13X = ("13 times the paper's weight decay, to match its λt in 60 epochs,
               "(the paper trains at 0.001/0.004: the row below)")
 """Why Fig. 2's ResNet sweep at the `cpu` scale's weight decays is a failed design, shown and never counted."""
 
+PAPER_WD_LONG = "jacot_resnet_head@epochs=240,weight_decays=(0.001, 0.004)"
+"""Fig. 2's ResNet sweep at the paper's weight decays trained four times longer (240 epochs): where it is cached it
+supersedes the 60-epoch run (its runs still falling fit; the others have given up classes)."""
+
+LONG_MLP = "jacot_head_depth@steps=8000"
+"""Fig. 2's MLP sweep of the `cpu` scale trained four times longer (8,000 steps): where it is cached it supersedes
+the 2,000-step run (its runs still falling or stuck fit)."""
+
 FIVE_SEEDS = "jacot_mlp@seeds=(0, 1, 2, 3, 4)"
 """Fig. 4 with the paper's five seeds (the `cpu` scale has three; seeds 0-2 are the same runs): its rows read it
 where it is cached."""
 
 EXTRA: dict[str, tuple[str, dict[str, Any]]] = {X10: ("jacot_head_depth", {"lr": 0.05}),
                                                  PAPER_WD: ("jacot_resnet_head", {"weight_decays": (0.001, 0.004)}),
+                                                 PAPER_WD_LONG: ("jacot_resnet_head", {
+                                                     "weight_decays": (0.001, 0.004), "epochs": 240,
+                                                     "record_every_epochs": 20}),
+                                                 LONG_MLP: ("jacot_head_depth", {"steps": 8000, "record_every": 400}),
                                                  FIVE_SEEDS: ("jacot_mlp", {"seeds": (0, 1, 2, 3, 4)})}
 """Runs beside the `cpu` scale that Part IV's claims tables also read, by name: the experiment and its overrides."""
 
@@ -1218,11 +1234,15 @@ def jacot_specs(scale: str = "cpu", extra: tuple[str, ...] = ()) -> list[Spec]:
     fig4 = FIVE_SEEDS if FIVE_SEEDS in extra else "jacot_mlp"
     specs = _deep_head_specs("Fig. 4, MLP", fig4, "hidden 3", mlp.weight_decays[0], mlp)
     specs += _deep_head_specs("Fig. 1, ResNet", "jacot_resnet_fig1", "hidden 1", fig1.weight_decays[0], fig1)
-    specs += _head_sweep_specs("Fig. 2, MLP", "jacot_head_depth")
+    # a sweep trained further supersedes the same networks' shorter run (every run that fits there fits here)
+    specs += (_head_sweep_specs("Fig. 2, MLP, 8,000 steps", LONG_MLP) if LONG_MLP in extra else
+              _head_sweep_specs("Fig. 2, MLP", "jacot_head_depth"))
     specs += _head_sweep_specs("Fig. 2, MLP, λt x10", X10) if X10 in extra else []
     specs += [replace(s, failed_design=FAILED_13X) for s in _head_sweep_specs("Fig. 2 right / 5, ResNet",
                                                                              "jacot_resnet_head")]
-    if PAPER_WD in extra:
+    if PAPER_WD_LONG in extra:
+        specs += _head_sweep_specs("Fig. 2 right / 5, ResNet, the paper's λ, 240 epochs (λt /3.25)", PAPER_WD_LONG)
+    elif PAPER_WD in extra:
         specs += _head_sweep_specs("Fig. 2 right / 5, ResNet, the paper's λ (λt /13)", PAPER_WD)
     fig3 = []
     for name in ("balancedness", "negativity"):
@@ -1589,26 +1609,7 @@ class Scales:
 
     def cell(self, exp: str, scale: str) -> tuple[str, str]:
         """(what runs, where it ran and for how long) for one experiment at one scale."""
-        from . import cache
-        from .cost import duration
-        from .runner import Run, cached_current
-
-        cfg = get_experiment(exp).config(scale)
-        per = f" x {cfg.per_class}" if getattr(cfg, "per_class", None) else ""
-        length = (f"{cfg.steps:,} steps" if getattr(cfg, "steps", None) else f"{cfg.epochs:,} epochs")
-        seeds = len(cfg.seeds)
-        net = (f"ResNet-{cfg.resnet_depth} (width {cfg.resnet_width})" if hasattr(cfg, "resnet_depth") else
-               f"width {cfg.width}" if getattr(cfg, "width", None) else
-               f"width {max(cfg.hidden)}" if getattr(cfg, "hidden", None) else
-               f"width {max(cfg.widths[1:-1])}" if getattr(cfg, "widths", None) else "")
-        what = (f"{net + '; ' if net else ''}{_DATA.get(cfg.dataset, cfg.dataset)}{per}, {length}, "
-                f"{seeds} seed{'s' * (seeds != 1)}")
-        run = Run.of(exp, scale)
-        if cached_current(run, self.root) is None:
-            return what, "not made"
-        p = cache.read_manifest(exp, run.tag, self.root)["provenance"]
-        where = ("CPU" if p.get("device") == "cpu" else str(p.get("device_name", p.get("device", "?"))))
-        return what, f"{where}, {duration(float(p.get('wall_time_s', 0.0)))}"
+        return what_ran(exp, scale, self.root)
 
     @property
     def experiments(self) -> list[str]:
@@ -1630,6 +1631,32 @@ class Scales:
             for s, (what, where) in ((s, self.cell(exp, s)) for s in self.scales)) + "</tr>"
             for exp in self.experiments)
         return f"<table class='ncbook-scales'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def what_ran(exp: str, scale: str, root: Any = None) -> tuple[str, str]:
+    """(what runs, where it ran and for how long) for experiment ``exp`` at ``scale``: the network, the data, the
+    length and the seeds from its configuration; the device and wall time from its result's manifest ("not
+    made" where no current result is cached)."""
+    from . import cache
+    from .cost import duration
+    from .runner import Run, cached_current
+
+    cfg = get_experiment(exp).config(scale)
+    per = f" x {cfg.per_class}" if getattr(cfg, "per_class", None) else ""
+    length = (f"{cfg.steps:,} steps" if getattr(cfg, "steps", None) else f"{cfg.epochs:,} epochs")
+    seeds = len(cfg.seeds)
+    net = (f"ResNet-{cfg.resnet_depth} (width {cfg.resnet_width})" if hasattr(cfg, "resnet_depth") else
+           f"width {cfg.width}" if getattr(cfg, "width", None) else
+           f"width {max(cfg.hidden)}" if getattr(cfg, "hidden", None) else
+           f"width {max(cfg.widths[1:-1])}" if getattr(cfg, "widths", None) else "")
+    what = (f"{net + '; ' if net else ''}{_DATA.get(cfg.dataset, cfg.dataset)}{per}, {length}, "
+            f"{seeds} seed{'s' * (seeds != 1)}")
+    run = Run.of(exp, scale)
+    if cached_current(run, root) is None:
+        return what, "not made"
+    p = cache.read_manifest(exp, run.tag, root)["provenance"]
+    where = ("CPU" if p.get("device") == "cpu" else str(p.get("device_name", p.get("device", "?"))))
+    return what, f"{where}, {duration(float(p.get('wall_time_s', 0.0)))}"
 
 
 @dataclass(frozen=True)

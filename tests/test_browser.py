@@ -797,8 +797,8 @@ def test_the_site_carries_its_code_and_a_downloaded_chapter_runs_from_it(built_b
 
 @pytest.mark.parametrize("page", ["book/ch08_jacot_experiments", "book/ch09_tirer_experiments"])
 def test_claims_tables_can_be_scanned(browser, built_book: Path, page: str):
-    """At 1280 px each claims table shows where, claim, why and verdict (a dot per run) in at most 1,400 px (1,200
-    before the why column), headed by what its cells hold;
+    """At 1280 px each claims table shows where, claim, why and verdict (a dot per run) in at most 1,500 px (about 40
+    rows of two lines: 1,200 before the why column), headed by what its cells hold;
     the full detail sits in a folded second table whose numbers are never split across lines and whose governing
     ratios read "ours / paper = ..."."""
     tab = browser.new_page(viewport={"width": 1280, "height": 900})
@@ -807,7 +807,7 @@ def test_claims_tables_can_be_scanned(browser, built_book: Path, page: str):
         .map(t => [t.getBoundingClientRect().height, [...t.querySelectorAll('thead th')].map(h => h.textContent)])""")
     assert tables, f"{page}: no claims table"
     for height, heads in tables:
-        assert height <= 1400, f"{page}: a claims table is {height:.0f} px tall at 1280 px"
+        assert height <= 1500, f"{page}: a claims table is {height:.0f} px tall at 1280 px"
         assert heads[-1] == "verdict: runs in which it holds", heads
     tab.evaluate("() => document.querySelectorAll('details.ncbook-claims-detail').forEach(d => d.open = true)")
     split = tab.evaluate("() => [...document.querySelectorAll('table.ncbook-claims-full .n')]"

@@ -641,3 +641,72 @@ def test_part_fours_scales_table_reads_the_configurations_and_the_manifests(tmp_
     empty = claims.Scales("Tirer", root=tmp_path)
     assert all(empty.cell(exp, s)[1] == "not made" for exp in empty.experiments for s in empty.scales)
     assert "<table class='ncbook-scales'>" in table._repr_html_() and "shipped with the book" in repr(table)
+
+
+def test_the_caption_says_what_ran_at_another_scale_and_where():
+    """Issue 62: "at gpu" verdicts say what ran and where: the caption names each result another scale's rows read,
+    with its network, data and length and the machine it was made on (the shipped gpu layer-wise result was made on
+    a CPU, and says so)."""
+    table = claims.ClaimsTable(_tirer_cpu_rows(), "Tirer", beside=claims.beside_scales("Tirer", "cpu"), scale="cpu")
+    what, where = claims.what_ran("tirer_layerwise", "gpu")
+    assert where.startswith("CPU, ") and f"tirer_layerwise: {what}, made on {where}" in table._counts()
+
+
+def test_the_results_readme_states_the_longer_resnet_sweep_as_the_arrays_have_it():
+    """Issue 60, point 1: Fig. 2 (right) at the paper's weight decays trained 240 epochs instead of 60: the README's
+    run-by-run account (how many fit, what became of the runs still falling and of those that gave up classes) is
+    the arrays'."""
+    import re
+    from collections import Counter
+    from pathlib import Path
+
+    from ncbook.runner import get
+
+    def fate(r):
+        err = np.asarray(r["train_error"], dtype=float)
+        kappa = claims._last_layer_at_end(r["nc2_condition_number"]).ravel()
+        e = err.reshape(-1, err.shape[-1])
+        return ["fits" if e[i, -1] <= claims.FITS else claims.why_outside(e[i], float(kappa[i]), "fits")
+                for i in range(len(e))]
+
+    short = get("jacot_resnet_head", "cpu", weight_decays=(0.001, 0.004))
+    long = get("jacot_resnet_head", "cpu", weight_decays=(0.001, 0.004), epochs=240, record_every_epochs=20)
+    moves = Counter(zip(fate(short), fate(long)))
+    line = next(x for x in (Path(__file__).parents[1] / "results" / "README.md").read_text().splitlines()
+                if x.startswith("| `jacot_resnet_head/cpu--epochs=240"))
+    numbers = [int(n) for n in re.findall(r"\b(\d+) (?:of|at|still|give|that)\b", line.split("|")[2])]
+    fit_long = sum(v for (a, b), v in moves.items() if b == "fits")
+    fit_short = sum(v for (a, b), v in moves.items() if a == "fits")
+    gave_up_short = sum(v for (a, b), v in moves.items() if a == "gave up classes")
+    assert numbers == [fit_long, fit_short, moves["still falling", "fits"], moves["gave up classes", "fits"],
+                       gave_up_short, moves["gave up classes", "gave up classes"]]
+    assert f"{fit_long} of {len(fate(long))} runs fit" in line and set(fate(long)) == {"fits", "gave up classes"}
+
+
+def test_the_results_readme_states_the_longer_mlp_sweep_as_the_arrays_have_it():
+    """Issue 60, point 1: Fig. 2's MLP sweep trained 8,000 steps instead of 2,000 (runs that stop falling): the
+    README's account of what became of each kind of run is the arrays'."""
+    import re
+    from collections import Counter
+    from pathlib import Path
+
+    from ncbook.runner import get
+
+    def fate(r):
+        err = np.asarray(r["train_error"], dtype=float)
+        kappa = claims._last_layer_at_end(r["nc2_condition_number"]).ravel()
+        e = err.reshape(-1, err.shape[-1])
+        return ["fits" if e[i, -1] <= claims.FITS else claims.why_outside(e[i], float(kappa[i]), "fits")
+                for i in range(len(e))]
+
+    short, long = get("jacot_head_depth", "cpu"), get("jacot_head_depth", "cpu", steps=8000, record_every=400)
+    moves = Counter(zip(fate(short), fate(long)))
+    line = next(x for x in (Path(__file__).parents[1] / "results" / "README.md").read_text().splitlines()
+                if x.startswith("| `jacot_head_depth/cpu--record_every=400,steps=8000"))
+    numbers = [int(n) for n in re.findall(r"\b(\d+) (?:of|at|still|stuck|that|stay|give)\b", line.split("|")[2])]
+    count = lambda a=None, b=None: sum(v for (x, y), v in moves.items()            # noqa: E731
+                                       if (a is None or x == a) and (b is None or y == b))
+    assert numbers == [count(b="fits"), count(a="fits"), count("still falling", "fits"), count("stuck", "fits"),
+                       count("gave up classes", "fits"), count(a="gave up classes"), count("dead", "dead"),
+                       count("gave up classes", "gave up classes")]
+    assert count(b="still falling") == count(b="stuck") == 0 and len(fate(long)) == 30
