@@ -688,15 +688,16 @@ def unqualified_results(page: str) -> list[str]:
 
 def test_titles_and_references_read_right(built_book: Path):
     """On every page: statement, exercise and solution titles with one pair of parentheses ("Exercise 1.1 (basic)",
-    never "((basic))"); every link to a chapter carries its number, once ("Chapter 4", never "Chapter Chapter 4", as
-    when the source breaks the line between the two); every theorem, lemma, ... named by a number
+    never "((basic))"); every link to a chapter reads as its number, once ("Chapter 4", never "Chapter Chapter 4", as
+    when the source breaks the line between the two), with the chapter's title on hover, not spelled in the line
+    (issue 62); every theorem, lemma, ... named by a number
     that is not a link to the book's own statement is qualified by its paper within the same sentence."""
     chapters = {}
     for page in toc_pages():
         page_html = (built_book / f"{page}.html").read_text()
-        m = re.search(r"<h1>(.*?)<a class=\"headerlink\"", page_html, re.S)
+        m = re.search(r"<h1>((?:(?!<h1>).)*?)<a class=\"headerlink\"", page_html, re.S)     # the article's h1
         if page.startswith("book/ch") and m:
-            chapters[html.unescape(re.sub(r"<[^>]+>|^\d+\.\s*", "", m.group(1))).strip()] = page
+            chapters[re.sub(r"^\d+\.\s*", "", html.unescape(re.sub(r"<[^>]+>", "", m.group(1))).strip())] = page
     assert len(chapters) == 9, chapters
     bad: list[str] = []
     for page in toc_pages():
@@ -705,10 +706,19 @@ def test_titles_and_references_read_right(built_book: Path):
             text = html.unescape(re.sub(r"<[^>]+>", "", title))
             if "((" in text or "))" in text:
                 bad.append(f"{page}: title {text!r}")
-        for link in re.findall(r'<a class="reference internal"[^>]*>(.*?)</a>', page_html, re.S):
+        article = page_html[page_html.find('<article class="bd-article"'):page_html.find("</article>")]
+        for attrs, link in re.findall(r'<a class="reference internal"([^>]*)>(.*?)</a>', article, re.S):
             text = html.unescape(re.sub(r"<[^>]+>", "", link)).strip()
             if text in chapters:
                 bad.append(f"{page}: chapter link without its number: {text!r}")
+            to_chapter = re.search(r'href="(?:\.\./)?(?:book/)?(ch\d\d_\w+)\.html#ch-[\w-]+"', attrs)
+            hover = re.search(r'title="Chapter (\d+): ([^"]*)"', attrs)
+            if to_chapter and not re.fullmatch(r"(Chapter )?\d+", text):
+                bad.append(f"{page}: a chapter link spells more than its number: {text!r}")
+            elif to_chapter and (
+                    not hover or text.removeprefix("Chapter ") != hover.group(1)
+                    or chapters.get(html.unescape(hover.group(2))) != f"book/{to_chapter.group(1)}"):
+                bad.append(f"{page}: chapter link {text!r} without the chapter's title on hover ({attrs.strip()!r})")
         if page not in OWN_NUMBERING:
             bad += [f"{page}: without its paper: {u}" for u in unqualified_results(page_html)]
         text = " ".join(html.unescape(re.sub(r"<[^>]+>", "", page_html)).split())

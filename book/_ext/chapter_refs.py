@@ -1,9 +1,10 @@
-"""Sphinx extension: a reference to a chapter carries the chapter's number.
+"""Sphinx extension: a reference to a chapter reads as its number, with the title on hover.
 
 ``{ref}`ch-ufm``` renders as the chapter's title alone, so "Chapter {ref}`ch-ufm`" read "Chapter The unconstrained
-features model". Every internal link whose text is a numbered chapter's title becomes "2 (The unconstrained features
-model)" where the text before it already says "Chapter", "Chapters", or continues a list of chapters ("and", "to",
-","), and "Chapter 2 (The unconstrained features model)" elsewhere. Numbers come from the table of contents.
+features model", and spelling every title made the prose long. Every internal link whose text is a numbered chapter's
+title becomes "2" where the text before it already says "Chapter", "Chapters", or continues a list of chapters
+("and", "to", ","), and "Chapter 2" elsewhere; the title is the link's tooltip. Numbers come from the table of
+contents.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ def number_chapter_references(app, doctree, docname) -> None:
             continue
         number, title = titles[ref.astext()], ref.astext()
         before = "".join(n.astext() for n in ref.parent[:ref.parent.index(ref)])[-40:]   # a line break is a node
-        text = f"{number} ({title})" if _LEADS.search(before) else f"Chapter {number} ({title})"
+        text = f"{number}" if _LEADS.search(before) else f"Chapter {number}"
+        ref["reftitle"] = f"Chapter {number}: {title}"
         for child in list(ref.children):
             ref.remove(child)
         ref += nodes.inline(text, text)
