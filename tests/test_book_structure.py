@@ -217,3 +217,16 @@ def test_the_import_cell_and_part_four_code_are_folded(md: Path):
         unfolded = sum("hide-input" not in tags and "remove-input" not in tags for tags, solution in shown
                        if not solution)
         assert unfolded == 0, f"{md.stem}: {unfolded} code cells of Part IV are not folded"
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_every_slider_figure_is_in_the_current_format(md: Path):
+    """The page's print layout (book/_ext/static/ncbook.js) reads each control's data (a slider or a two-value toggle:
+    ``.ncsf-control``); a notebook executed before that format keeps its data on the range input and breaks the print
+    edition ("undefined" is not valid JSON): every slider figure must carry its data on its controls."""
+    nb = json.loads(md.with_suffix(".ipynb").read_text())
+    pages = ["".join(out.get("data", {}).get("text/html", "")) for cell in nb["cells"] for out in cell.get("outputs", [])]
+    for page in (p for p in pages if 'class="ncsf"' in p):
+        controls = re.findall(r'<(?:label|div) class="ncsf-control[^"]*"[^>]*>', page)
+        assert controls and all("data-labels=" in c for c in controls), f"{md.stem}: a slider figure in the old format"
+        assert not re.search(r'<input class="ncsf-range"[^>]*data-labels', page), md.stem
