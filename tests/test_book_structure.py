@@ -225,7 +225,8 @@ def test_every_slider_figure_is_in_the_current_format(md: Path):
     ``.ncsf-control``); a notebook executed before that format keeps its data on the range input and breaks the print
     edition ("undefined" is not valid JSON): every slider figure must carry its data on its controls."""
     nb = json.loads(md.with_suffix(".ipynb").read_text())
-    pages = ["".join(out.get("data", {}).get("text/html", "")) for cell in nb["cells"] for out in cell.get("outputs", [])]
+    pages = ["".join(out.get("data", {}).get("text/html", ""))
+             for cell in nb["cells"] for out in cell.get("outputs", [])]
     for page in (p for p in pages if 'class="ncsf"' in p):
         controls = re.findall(r'<(?:label|div) class="ncsf-control[^"]*"[^>]*>', page)
         assert controls and all("data-labels=" in c for c in controls), f"{md.stem}: a slider figure in the old format"
