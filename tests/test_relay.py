@@ -82,8 +82,10 @@ def test_relay_completes_a_multi_session_plan_across_fresh_machines(tmp_path):
     assert "3 of 3 results current" in (state / relay.LOG).read_text(), (state / relay.LOG).read_text()
     long = [[r for r in s["runs"] if r["result"].startswith("jacot_mlp/")] for s in ledger["sessions"]]
     worked = [rows[0] for rows in long if rows and "spent_s" in rows[0]]
-    assert len(worked) >= 2, ledger                                  # longer than a session: it was resumed
-    assert worked[-1]["status"] == "made"
+    first = next(s for s, rows in zip(ledger["sessions"], long) if rows and "spent_s" in rows[0])
+    if sum(r["spent_s"] for r in worked) > first["budget_s"]:       # longer than its session: it was resumed (a
+        assert len(worked) >= 2, ledger                              # session that made no progress doubles the
+    assert worked[-1]["status"] == "made"                            # next budget, which can outgrow the run)
     for before, after in zip(worked, worked[1:]):                   # nothing carried over was lost
         assert after["start_step"] == before["end_step"], (before, after)
     ends = [r["end_step"] for r in worked[:-1] if r["end_step"] is not None]
