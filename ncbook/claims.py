@@ -688,7 +688,10 @@ class ClaimsTable:
                 where = c.where
                 rows += heading(where)
             if not in_heading(c) and not c.failed_design:       # a failed design: its heading says so, once
-                rows += row(self.HEADS, (e(c.claim), f"<span class='claim-why'>{e(c.why)}</span>", glance(c) + "".join(
+                anchor = FIGURE_ANCHORS.get((paper, figure_of(c.where)))
+                claim = e(c.claim) + (f" <a class='claim-fig' href='#{anchor}' title='our figure'>(fig.)</a>"
+                                      if anchor else "")
+                rows += row(self.HEADS, (claim, f"<span class='claim-why'>{e(c.why)}</span>", glance(c) + "".join(
                     elsewhere(s, o) for s, o in zip(self.beside, found) if o)), ("", css(c.verdict)))
             words = e(c.paper) + f"<br><span class='claim-metric'>{e(c.metric)}</span>"
             ours = unbroken_numbers(c.numbers) + "".join(

@@ -710,3 +710,19 @@ def test_the_results_readme_states_the_longer_mlp_sweep_as_the_arrays_have_it():
                        count("gave up classes", "fits"), count(a="gave up classes"), count("dead", "dead"),
                        count("gave up classes", "gave up classes")]
     assert count(b="still falling") == count(b="stuck") == 0 and len(fate(long)) == 30
+
+
+def test_every_row_at_a_glance_links_to_our_figure():
+    """Issue 62: each claim's row of a figure links to our figure of it (its group's heading links ours and the
+    paper's); a sentence of an appendix or a section (no figure) has none."""
+    import re
+
+    for paper, rows in (("Jacot", claims.jacot_claims(claims.cached_results("Jacot", "cpu"), "cpu")),
+                        ("Tirer", _tirer_cpu_rows())):
+        page = claims.ClaimsTable(rows, f"{paper} et al.", not_run=claims.not_run(paper), scale="cpu")._repr_html_()
+        glance = page.split("<details class='ncbook-claims-detail'>")[0]
+        shown = [c for c in rows if not c.failed_design and not c.precondition]
+        with_figure = [c for c in shown if (paper, claims.figure_of(c.where)) in claims.FIGURE_ANCHORS]
+        assert len(with_figure) >= len(shown) - 2                   # App. E.1 and Sec. 6 rows have no figure
+        assert glance.count("class='claim-fig'") == len(with_figure), paper
+        assert set(re.findall(r"class='claim-fig' href='#([\w-]+)'", glance)) <= set(claims.FIGURE_ANCHORS.values())
