@@ -652,6 +652,15 @@ def test_the_caption_says_what_ran_at_another_scale_and_where():
     assert where.startswith("CPU, ") and f"tirer_layerwise: {what}, made on {where}" in table._counts()
 
 
+def _fate(r: dict) -> list[str]:
+    """Each run's fate at the end: "fits", or why it is outside the regime (:func:`claims.why_outside`)."""
+    err = np.asarray(r["train_error"], dtype=float)
+    kappa = claims._last_layer_at_end(r["nc2_condition_number"]).ravel()
+    e = err.reshape(-1, err.shape[-1])
+    return ["fits" if e[i, -1] <= claims.FITS else claims.why_outside(e[i], float(kappa[i]), "fits")
+            for i in range(len(e))]
+
+
 def test_the_results_readme_states_the_longer_resnet_sweep_as_the_arrays_have_it():
     """Issue 60, point 1: Fig. 2 (right) at the paper's weight decays trained 240 epochs instead of 60: the README's
     run-by-run account (how many fit, what became of the runs still falling and of those that gave up classes) is
@@ -662,16 +671,9 @@ def test_the_results_readme_states_the_longer_resnet_sweep_as_the_arrays_have_it
 
     from ncbook.runner import get
 
-    def fate(r):
-        err = np.asarray(r["train_error"], dtype=float)
-        kappa = claims._last_layer_at_end(r["nc2_condition_number"]).ravel()
-        e = err.reshape(-1, err.shape[-1])
-        return ["fits" if e[i, -1] <= claims.FITS else claims.why_outside(e[i], float(kappa[i]), "fits")
-                for i in range(len(e))]
-
     short = get("jacot_resnet_head", "cpu", weight_decays=(0.001, 0.004))
     long = get("jacot_resnet_head", "cpu", weight_decays=(0.001, 0.004), epochs=240, record_every_epochs=20)
-    moves = Counter(zip(fate(short), fate(long)))
+    moves = Counter(zip(_fate(short), _fate(long)))
     line = next(x for x in (Path(__file__).parents[1] / "results" / "README.md").read_text().splitlines()
                 if x.startswith("| `jacot_resnet_head/cpu--epochs=240"))
     numbers = [int(n) for n in re.findall(r"\b(\d+) (?:of|at|still|give|that)\b", line.split("|")[2])]
@@ -680,7 +682,7 @@ def test_the_results_readme_states_the_longer_resnet_sweep_as_the_arrays_have_it
     gave_up_short = sum(v for (a, b), v in moves.items() if a == "gave up classes")
     assert numbers == [fit_long, fit_short, moves["still falling", "fits"], moves["gave up classes", "fits"],
                        gave_up_short, moves["gave up classes", "gave up classes"]]
-    assert f"{fit_long} of {len(fate(long))} runs fit" in line and set(fate(long)) == {"fits", "gave up classes"}
+    assert f"{fit_long} of {len(_fate(long))} runs fit" in line and set(_fate(long)) == {"fits", "gave up classes"}
 
 
 def test_the_results_readme_states_the_longer_mlp_sweep_as_the_arrays_have_it():
@@ -692,15 +694,8 @@ def test_the_results_readme_states_the_longer_mlp_sweep_as_the_arrays_have_it():
 
     from ncbook.runner import get
 
-    def fate(r):
-        err = np.asarray(r["train_error"], dtype=float)
-        kappa = claims._last_layer_at_end(r["nc2_condition_number"]).ravel()
-        e = err.reshape(-1, err.shape[-1])
-        return ["fits" if e[i, -1] <= claims.FITS else claims.why_outside(e[i], float(kappa[i]), "fits")
-                for i in range(len(e))]
-
     short, long = get("jacot_head_depth", "cpu"), get("jacot_head_depth", "cpu", steps=8000, record_every=400)
-    moves = Counter(zip(fate(short), fate(long)))
+    moves = Counter(zip(_fate(short), _fate(long)))
     line = next(x for x in (Path(__file__).parents[1] / "results" / "README.md").read_text().splitlines()
                 if x.startswith("| `jacot_head_depth/cpu--record_every=400,steps=8000"))
     numbers = [int(n) for n in re.findall(r"\b(\d+) (?:of|at|still|stuck|that|stay|give)\b", line.split("|")[2])]
@@ -709,7 +704,7 @@ def test_the_results_readme_states_the_longer_mlp_sweep_as_the_arrays_have_it():
     assert numbers == [count(b="fits"), count(a="fits"), count("still falling", "fits"), count("stuck", "fits"),
                        count("gave up classes", "fits"), count(a="gave up classes"), count("dead", "dead"),
                        count("gave up classes", "gave up classes")]
-    assert count(b="still falling") == count(b="stuck") == 0 and len(fate(long)) == 30
+    assert count(b="still falling") == count(b="stuck") == 0 and len(_fate(long)) == 30
 
 
 def test_every_row_at_a_glance_links_to_our_figure():
