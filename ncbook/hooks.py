@@ -17,7 +17,8 @@ from collections.abc import Iterable, Iterator
 
 import torch
 
-from .metrics import FLUSH_BATCHES, FLUSH_CHUNK_BYTES, ClassStats, StreamingClassStats, TwoPassClassStats
+from . import metrics
+from .metrics import ClassStats, StreamingClassStats, TwoPassClassStats
 
 MAX_BYTES = 1 << 30
 """The default memory a layer's accumulator may take (1 GiB)."""
@@ -25,13 +26,14 @@ MAX_BYTES = 1 << 30
 
 def scatter_bytes(num_classes: int, dim: int, batch_rows: int = 0, itemsize: int = 8) -> int:
     """Peak bytes of :class:`~ncbook.metrics.StreamingClassStats` over batches of ``batch_rows`` features of
-    ``itemsize`` bytes, to its ``finalize``: the K d x d float64 scatters, then three times (what the allocator keeps of
-    freed blocks, measured) the features of ``FLUSH_BATCHES`` batches it keeps and two more in flight and two blocks of
-    rows of a product (at most ``FLUSH_CHUNK_BYTES`` each); it makes no other d x d array (tests/test_hooks.py
-    measures the peak in a child process). ``batch_rows`` 0: the scatters alone."""
-    kept = (FLUSH_BATCHES + 2) * batch_rows * dim * itemsize
-    block = min(dim, max(1, FLUSH_CHUNK_BYTES // (8 * dim))) * dim * 8
-    return 8 * num_classes * dim * dim + 3 * (kept + 2 * block if batch_rows else 0)
+    ``itemsize`` bytes, to its ``finalize``: the K d x d float64 scatters, the buffer of the ``FLUSH_BATCHES`` batches
+    it keeps, as many rows again for a class's rows gathered at a flush (all of them, if one class has them all), one
+    batch in flight (a copy in the working precision) and two bands of rows of a product (at most ``SYMMETRIC_ROWS``
+    rows and ``FLUSH_CHUNK_BYTES`` each, float64); it makes no other d x d array (tests/test_hooks.py measures the peak
+    in a child process). ``batch_rows`` 0: the scatters alone."""
+    kept = (2 * metrics.FLUSH_BATCHES + 1) * batch_rows * dim * itemsize
+    band = min(dim, metrics.SYMMETRIC_ROWS, max(1, metrics.FLUSH_CHUNK_BYTES // (8 * dim))) * dim * 8
+    return 8 * num_classes * dim * dim + (kept + 2 * band if batch_rows else 0)
 
 
 def two_pass_bytes(num_classes: int, dim: int) -> int:

@@ -478,15 +478,21 @@ def streamed_class_stats(batches: Iterable[tuple[ArrayLike, ArrayLike]], num_cla
     return acc.finalize()
 
 
-FLUSH_BATCHES = 8
-"""StreamingClassStats keeps the shifted rows of up to this many batches and then takes one product per class over
-all of them: a product with 8 times the rows runs nearer the machine's peak, and the float64 additions (K d^2 each)
-cost an eighth. The rows kept are at most this many batches of features."""
+FLUSH_BATCHES = 16
+"""StreamingClassStats keeps the shifted rows of up to this many batches (in a buffer it reuses) and then takes one
+product per class over all of them: a product with 16 times the rows runs nearer the machine's peak, and the float64
+additions (K d^2 / 2 each) cost a sixteenth (16 against 8: 1.12x against 1.06x the peer's speed, benchmarks/README.md).
+The rows kept are at most this many batches of features, and one class's of them gathered at a flush as many again."""
 
 
 FLUSH_CHUNK_BYTES = 1 << 23
 """StreamingClassStats adds a class's product to its float64 scatter a block of rows at a time, each block at most this
 many bytes in float64 (8 MiB), so that no d x d temporary is made."""
+
+SYMMETRIC_ROWS = 64
+"""StreamingClassStats takes a class's product B^T B a band of at most this many rows at a time, from the diagonal
+rightwards only, and mirrors the band to the lower triangle: about half the arithmetic of the full product (measured
+0.63 of its CPU time at d = 512, 800 rows; benchmarks/README.md)."""
 
 
 class StreamingClassStats:
@@ -513,6 +519,10 @@ class StreamingClassStats:
         self.scatter = torch.zeros(num_classes, dim, dim, dtype=torch.float64, device=self.device)
         self._rows: list[list[torch.Tensor]] = [[] for _ in range(num_classes)]   # shifted rows not yet in scatter
         self._pending_batches = 0
+        self._stage: torch.Tensor | None = None     # the rows of the batches since the last flush, by class per batch
+        self._gather: torch.Tensor | None = None    # one class's rows of those batches, together
+        self._filled = 0
+        self._mirrored = True                       # the scatters' lower triangles are up to date
         self.classifier = None if classifier is None else _check_classifier(classifier, num_classes, dim)
         self.cos_sum = torch.zeros((), dtype=torch.float64, device=self.device)
 
@@ -529,7 +539,8 @@ class StreamingClassStats:
             sums = torch.zeros_like(self.sums).index_add_(0, y, Z.to(torch.float64))  # the batch's precision
             self.shift[fresh] = (sums / counts.clamp(min=1).unsqueeze(1))[fresh].to(work).to(torch.float64)
         order = torch.argsort(y, stable=True)
-        D = Z.index_select(0, order).to(work)
+        D = self._staged(Z.shape[0], work)
+        torch.index_select(Z.to(work), 0, order, out=D)   # into a buffer kept between flushes: no fresh pages
         shift = self.shift.to(work)
         for c, block in zip(range(self.num_classes), torch.split(D, counts.tolist())):
             if block.shape[0]:
@@ -544,29 +555,65 @@ class StreamingClassStats:
         self.counts += counts
         return self
 
+    def _staged(self, rows: int, dtype: torch.dtype) -> torch.Tensor:
+        """Room for a batch of ``rows`` rows in the staging buffer (flushing first where it is full or of another
+        precision; it holds FLUSH_BATCHES batches of the largest size seen)."""
+        old = self._stage
+        if old is None or old.dtype != dtype or self._filled + rows > old.shape[0]:
+            self._flush()
+            if old is None or old.dtype != dtype or rows > old.shape[0] // FLUSH_BATCHES:
+                size = FLUSH_BATCHES * max(rows, 0 if old is None else old.shape[0] // FLUSH_BATCHES)
+                del old
+                self._stage = self._gather = None           # free the old ones before the new is made
+                self._stage = torch.empty(size, self.dim, dtype=dtype, device=self.device)
+        self._filled += rows
+        assert self._stage is not None
+        return self._stage[self._filled - rows:self._filled]
+
     def _flush(self) -> None:
         """Add the scatter of the rows kept since the last flush, one product per class in their precision, to the
-        float64 scatter."""
-        step = max(1, FLUSH_CHUNK_BYTES // (8 * self.dim))
+        float64 scatter: its upper triangle, a band of SYMMETRIC_ROWS rows at a time (:meth:`_mirror` fills the
+        lower)."""
+        step = min(SYMMETRIC_ROWS, max(1, FLUSH_CHUNK_BYTES // (8 * self.dim)))
         for c, rows in enumerate(self._rows):
             if rows:
-                B = torch.cat(rows) if len(rows) > 1 else rows[0]
+                B = rows[0] if len(rows) == 1 else torch.cat(rows, out=self._gathered(sum(len(r) for r in rows)))
                 rows.clear()
-                for i in range(0, self.dim, step):          # a block of rows of the product at a time
-                    block = self.scatter[c, i:i + step]
+                S = self.scatter[c]
+                for i in range(0, self.dim, step):          # a band of rows, from the diagonal rightwards
+                    band = S[i:i + step, i:]
                     if B.dtype == torch.float64:
-                        block.addmm_(B[:, i:i + step].T, B)
+                        band.addmm_(B[:, i:i + step].T, B[:, i:])
                     else:
-                        block.add_(B[:, i:i + step].T @ B)
-        self._pending_batches = 0
+                        band.add_(B[:, i:i + step].T @ B[:, i:])
+                self._mirrored = False
+        self._pending_batches = self._filled = 0
+
+    def _gathered(self, rows: int) -> torch.Tensor:
+        """A buffer of ``rows`` rows for one class's rows of the staged batches, kept between flushes."""
+        assert self._stage is not None
+        if self._gather is None or self._gather.shape[0] < rows:
+            self._gather = None
+            self._gather = torch.empty(rows, self.dim, dtype=self._stage.dtype, device=self.device)
+        return self._gather[:rows]
+
+    def _mirror(self) -> None:
+        """Copy each scatter's upper triangle (what :meth:`_flush` adds to) to its lower, band by band."""
+        if not self._mirrored:
+            step = min(SYMMETRIC_ROWS, max(1, FLUSH_CHUNK_BYTES // (8 * self.dim)))
+            for S in self.scatter:
+                for i in range(0, self.dim, step):
+                    S[i + step:, i:i + step] = S[i:i + step, i + step:].T
+            self._mirrored = True
 
     def merge(self, other: StreamingClassStats) -> StreamingClassStats:
         """Combine with statistics accumulated elsewhere (another shard, process or device)."""
         if (other.num_classes, other.dim) != (self.num_classes, self.dim):
             raise ValueError(f"cannot merge stats of shape (K={other.num_classes}, d={other.dim}) into "
                              f"(K={self.num_classes}, d={self.dim})")
-        self._flush()
-        other._flush()
+        for acc in (self, other):
+            acc._flush()
+            acc._mirror()
         shift, sums = other.shift.to(self.device), other.sums.to(self.device)
         fresh = self.counts == 0
         self.shift[fresh] = shift[fresh]
@@ -586,6 +633,7 @@ class StreamingClassStats:
             empty = torch.nonzero(self.counts == 0).flatten().tolist()
             raise ValueError(f"class(es) {empty} received no samples")
         self._flush()
+        self._mirror()
         n = self.counts.to(torch.float64).unsqueeze(1)
         offset = self.sums / n                              # m_c - a_c
         means = self.shift + offset

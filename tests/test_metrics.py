@@ -543,3 +543,26 @@ def test_coherence_at_the_welch_bound_centred_at_the_class_means_is_an_etf_whate
     assert m.coherence(H, y, global_mean="class_means") > 0.5 + 1e-2
     Z, yz = unbalanced_etf(3, counts)
     assert m.coherence(Z, yz, global_mean="class_means") == pytest.approx(0.5, abs=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_streamed_scatter_is_the_whole_symmetric_scatter_across_bands(dtype):
+    """StreamingClassStats takes each class's product in bands of SYMMETRIC_ROWS rows from the diagonal rightwards and
+    mirrors them: with d = 150 (three bands) its scatter is every class's full (z - a)(z - a)^T sum, both triangles,
+    and the statistics finalize gives equal the one-shot ones (a missing mirror leaves the lower triangle short)."""
+    K, d = 3, 150
+    rng = np.random.default_rng(5)
+    y = np.arange(600) % K
+    Z = (rng.normal(size=(600, d)) + 3 * rng.normal(size=(K, d))[y]).astype(dtype)
+    acc = m.StreamingClassStats(K, d)
+    for a in range(0, len(y), 50):          # 12 batches: one flush at 8, the rest at finalize
+        acc.update(Z[a:a + 50], y[a:a + 50])
+    stats = acc.finalize()
+    assert d > 2 * m.SYMMETRIC_ROWS
+    for c in range(K):
+        D = Z[y == c].astype(np.float64) - acc.shift[c].numpy()
+        np.testing.assert_allclose(acc.scatter[c].numpy(), D.T @ D, rtol=1e-5, atol=1e-3 * len(D))
+    exact = m.class_stats(Z.astype(np.float64), y)
+    q = exact.scatter_q.numpy()
+    np.testing.assert_allclose(stats.scatter_q.numpy(), q, rtol=1e-5, atol=1e-6 * np.abs(q).max())
+    assert m.nc1_pinv(stats) == pytest.approx(m.nc1_pinv(exact), rel=1e-6)
