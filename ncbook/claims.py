@@ -1278,12 +1278,21 @@ def _paper_changes(loss: str, who: str) -> str:
 
 
 WIDE = "tirer_wd_ablation@512"
-"""Tirer et al.'s MSE ablation in the paper's regime (issue 60): 784-512-512-512-10 for 1,000 epochs (the paper's λt
-2.2), `nn.MSELoss`, the five weight-decay settings; its MSE rows beside the 128-wide run's."""
+"""Tirer et al.'s MSE ablation made for the paper's regime (issue 60): 784-512-512-512-10 for 1,000 epochs (the
+paper's λt 2.2), `nn.MSELoss`, the five weight-decay settings; its MSE rows beside the 128-wide run's."""
+
+HALF = "tirer_wd_ablation@1/(2N)"
+"""Tirer et al.'s MSE ablation under the book's normalisation of the square loss, (1/(2N)) ||Z - Y||^2 (the paper's
+experiments do not state theirs): the `cpu` MLP for 1,000 epochs (the paper's λt 2.2), the five settings; every run
+reaches zero training error (issue 60)."""
 
 TIRER_EXTRA: dict[str, tuple[str, dict[str, Any]]] = {
-    WIDE: ("tirer_wd_ablation", {"epochs": 1000, "hidden": (512, 512, 512), "losses": ("mse",)})}
+    WIDE: ("tirer_wd_ablation", {"epochs": 1000, "hidden": (512, 512, 512), "losses": ("mse",)}),
+    HALF: ("tirer_wd_ablation", {"epochs": 1000, "losses": ("mse",), "mse_over_classes": False})}
 """Runs beside the `cpu` scale that Tirer et al.'s claims tables also read, by name."""
+
+TIRER_EXTRA_LABELS = {WIDE: "512 wide", HALF: "1/(2N) loss"}
+"""How a row on each of :data:`TIRER_EXTRA`'s runs names it after the paper's figure."""
 
 
 def _ablation_specs(result: str, where: str, losses: tuple[str, ...], shown: tuple[str, ...]) -> list[Spec]:
@@ -1304,9 +1313,9 @@ def _ablation_specs(result: str, where: str, losses: tuple[str, ...], shown: tup
 
 
 def tirer_specs(losses: tuple[str, ...] = ("mse", "ce"), blurred: tuple[int, ...] = (4, 9),
-                wide: bool = False) -> list[Spec]:
+                extra: tuple[str, ...] = ()) -> list[Spec]:
     """Every quantitative claim of Tirer et al. Sec. 6 and App. E as data: ``losses`` in the ablation's order and the
-    ``blurred`` classes of the blur run; with ``wide``, also the MSE rows on :data:`WIDE`."""
+    ``blurred`` classes of the blur run; for each of the ``extra`` runs (:data:`TIRER_EXTRA`), also its MSE rows."""
     T = "Tirer"
     specs = [Spec(T, "Fig. 2", "\"decrease in both NC1 and gNC1 as we add more hidden layers\" (read off Fig. 2)",
                   "NC1 and gNC1 decrease as hidden layers are added and trained one by one", ("NC1", "gNC1"),
@@ -1330,12 +1339,12 @@ def tirer_specs(losses: tuple[str, ...] = ("mse", "ce"), blurred: tuple[int, ...
                           ("NC1", "NC2"), "tirer_wd_ablation", "settings", Criterion("down", text="lower at each step"),
                           "seeds x step", {"loss": loss, "settings": ("WD=0 for H", "baseline", "WDx2 for H"),
                                            "losses": losses}, regime="zero error"))
-    if wide:
-        _, over = TIRER_EXTRA[WIDE]
+    for name in (n for n in TIRER_EXTRA if n in extra and "mse" in losses):
         zero, table = (next(s for s in specs if s.where == w) for w in ("Sec. 6", "Table 1, MSE"))
-        specs.append(replace(zero, where="Sec. 6, 512 wide", result=WIDE, runs="(seed, setting) runs"))
-        specs += _ablation_specs(WIDE, "Figs. 3, 5, 512 wide", over["losses"], over["losses"])
-        specs.append(replace(table, where="Table 1, MSE, 512 wide", result=WIDE,
+        over, label = TIRER_EXTRA[name][1], TIRER_EXTRA_LABELS[name]
+        specs.append(replace(zero, where=f"Sec. 6, {label}", result=name, runs="(seed, setting) runs"))
+        specs += _ablation_specs(name, f"Figs. 3, 5, {label}", over["losses"], over["losses"])
+        specs.append(replace(table, where=f"Table 1, MSE, {label}", result=name,
                              args={**table.args, "losses": over["losses"]}))
     if "ce" in losses:      # a hedge with one example: a claim about cross-entropy's doubling, no ordering of all
         specs.append(Spec(T, "Table 1, CE", "\"sometimes (e.g., with CE loss) increasing the WD of the last layer "
@@ -1420,7 +1429,7 @@ def tirer_claims(results: dict[str, dict], losses: tuple[str, ...], blurred: tup
                  scale: str | None = None) -> list[Claim]:
     """Every claim of Tirer et al. on cached ``results`` (by experiment name; the 300-per-class ablation as
     "tirer_wd_ablation@300"), each checked on every run."""
-    return [evaluate(s, results, _governing(s, scale)) for s in tirer_specs(losses, blurred, WIDE in results)
+    return [evaluate(s, results, _governing(s, scale)) for s in tirer_specs(losses, blurred, tuple(results))
             if s.result in results]
 
 
@@ -1515,7 +1524,7 @@ def specs_at(paper: str, scale: str, extra: tuple[str, ...] = (*EXTRA, *TIRER_EX
     if paper == "Jacot":
         return jacot_specs(scale, extra)
     return tirer_specs(get_experiment("tirer_wd_ablation").config(scale).losses,
-                       get_experiment("tirer_blur").config(scale).blurred, wide=WIDE in extra)
+                       get_experiment("tirer_blur").config(scale).blurred, extra)
 
 
 def verdicts_reading(name: str, tag: str) -> str:

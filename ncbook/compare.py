@@ -107,6 +107,93 @@ TIRER_TABLE1 = {
 for both data sets and losses."""
 
 
+ABLATION_RUNS: dict[str, dict] = {
+    "128 wide, 500 epochs": {},
+    "128 wide, 500 epochs, 300 per class": {"per_class": 300},
+    "512 wide, 1,000 epochs": {"epochs": 1000, "hidden": (512, 512, 512), "losses": ("mse",)},
+    "128 wide, 500 epochs, 1/(2N) loss": {"mse_over_classes": False},
+    "128 wide, 1,000 epochs, 1/(2N) loss": {"epochs": 1000, "losses": ("mse",), "mse_over_classes": False},
+    "128 wide, 1,000 epochs": {"epochs": 1000, "losses": ("ce",)},
+    "512 wide, 500 epochs": {"hidden": (512, 512, 512), "losses": ("ce",)},
+}
+"""Every shipped run of Tirer et al.'s weight-decay ablation (overrides of its `cpu` scale), by what sets it apart:
+the rows of :func:`ablation_regimes` (issue 60: which reach the paper's regime, and how close to its NC1)."""
+
+
+@dataclass(frozen=True)
+class RegimeRow:
+    """One loss of one ablation run: its (seed, setting) runs at zero training error at the end, of how many, and
+    its baseline's NC1 (the paper's metric, deepest features, mean over seeds) against Table 1's (MNIST)."""
+
+    run: str
+    loss: str
+    at_zero: int
+    runs: int
+    nc1: float
+    paper: float
+
+    @property
+    def times(self) -> float:
+        return self.nc1 / self.paper
+
+
+Ablations = dict[str, tuple[dict[str, np.ndarray], tuple[str, ...], tuple[str, ...]]]
+"""Ablation results by label: (result, its losses, the losses to show)."""
+
+
+def ablation_regimes(results: Ablations) -> list[RegimeRow]:
+    """Tirer et al. Sec. 6's regime, ablation by ablation (``results``: label -> (result, its losses, those shown)):
+    zero training error in every run ("as long as entering the zero training error phase ... is maintained") and NC1
+    near Table 1's (the near-collapse regime the perturbation analysis describes)."""
+    rows = []
+    for run, (r, losses, shown) in results.items():
+        nc1 = final_at(r, "nc1_pinv", "deepest")                  # [loss, seed, setting]
+        for i, loss in ((losses.index(loss), loss) for loss in shown):
+            end = r["train_error"][i, ..., -1]
+            rows.append(RegimeRow(run, loss, int((end == 0).sum()), end.size, float(nc1[i, :, 0].mean()),
+                                  TIRER_TABLE1[f"MNIST, {loss.upper()}"]["NC1"][0]))
+    return rows
+
+
+def cached_ablations(scale: str = "cpu", root=None) -> Ablations:
+    """Those of :data:`ABLATION_RUNS` cached and current at ``scale``: label -> (result, its losses, those shown: the
+    MSE runs alone where only the square loss's normalisation differs, whose cross-entropy runs are the same)."""
+    from .runner import cached_scales, get
+
+    exp, out = get_experiment("tirer_wd_ablation"), {}
+    for label, over in ABLATION_RUNS.items():
+        if scale in cached_scales(exp.name, root, **over):
+            losses = replace(exp.config(scale), **over).losses
+            shown = tuple(x for x in losses if x == "mse" or over.get("mse_over_classes", True))
+            out[label] = (get(exp.name, scale, root, **over), losses, shown)
+    return out
+
+
+@dataclass(frozen=True)
+class RegimeTable:
+    """:func:`ablation_regimes` as a table: a row per run and loss."""
+
+    rows: list[RegimeRow]
+
+    def cells(self, row: RegimeRow) -> list[str]:
+        loss = {"mse": "MSE", "ce": "CE"}[row.loss]
+        return [row.run, loss, f"{row.at_zero} of {row.runs}", f"{row.nc1:.2g}", f"{row.times:.0f}x"
+                if row.times >= 9.5 else f"{row.times:.1f}x"]
+
+    HEAD = ("run (MLP on MNIST-5k, 3 seeds)", "loss", "at zero training error", "baseline NC1",
+            "x Table 1's")
+
+    def __repr__(self) -> str:
+        return "\n".join(" | ".join(cells) for cells in [list(self.HEAD)] + [self.cells(r) for r in self.rows])
+
+    def _repr_html_(self) -> str:
+        import html
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in self.HEAD)
+        body = "".join("<tr>" + "".join(f"<td data-label='{html.escape(h)}'>{html.escape(c)}</td>"
+                                        for h, c in zip(self.HEAD, self.cells(r))) + "</tr>" for r in self.rows)
+        return f"<table class='ncbook-scales'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
 def feature_decay_verdicts(result: dict[str, np.ndarray], losses: tuple[str, ...], layer: str = "deepest"
                            ) -> dict[tuple[str, str, str], np.ndarray]:
     """Tirer et al.'s Table 1 claim seed by seed: for every (loss, metric, kind of change), whether changing the

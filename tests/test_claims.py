@@ -721,3 +721,30 @@ def test_every_row_at_a_glance_links_to_our_figure():
         assert len(with_figure) >= len(shown) - 2                   # App. E.1 and Sec. 6 rows have no figure
         assert glance.count("class='claim-fig'") == len(with_figure), paper
         assert set(re.findall(r"class='claim-fig' href='#([\w-]+)'", glance)) <= set(claims.FIGURE_ANCHORS.values())
+
+
+def test_the_results_readme_states_the_ablations_made_for_the_papers_regime_as_the_arrays_have_them():
+    """Issue 60: the MSE ablation under the book's 1/(2N) loss at the paper's lambda t (every run at zero error from
+    the latest onset on, its baseline NC1 against Table 1's) and the 1,000-epoch cross-entropy ablation (its baseline
+    NC1 against Table 1's, and the 500-epoch run's), as results/README's rows say."""
+    from pathlib import Path
+
+    from ncbook import compare
+
+    rows = {(r.run, r.loss): r for r in compare.ablation_regimes(compare.cached_ablations("cpu"))}
+    half, _, _ = compare.cached_ablations("cpu")["128 wide, 1,000 epochs, 1/(2N) loss"]
+    err = half["train_error"][0]                                   # [seed, setting, record]
+    assert (err[..., -1] == 0).all()
+    onset = max(int(half["epochs"][np.nonzero(e != 0)[0][-1] + 1]) for e in err.reshape(-1, err.shape[-1]))
+    mse = rows[("128 wide, 1,000 epochs, 1/(2N) loss", "mse")]
+    ce_long, ce = rows[("128 wide, 1,000 epochs", "ce")], rows[("128 wide, 500 epochs", "ce")]
+    text = " ".join((Path(__file__).resolve().parents[1] / "results" / "README.md").read_text().split())
+    assert (f"every one of its {mse.runs} runs at zero training error from epoch {onset} on, baseline NC1 "
+            f"{mse.times:.1f} times Table 1's") in text
+    assert f"its baseline NC1 is {ce_long.times:.0f} times Table 1's ({ce.times:.0f} at 500 epochs)" in text
+    wide = rows[("512 wide, 500 epochs", "ce")]
+    assert f"its baseline NC1 is {wide.times:.0f} times Table 1's ({ce.times:.0f} at 128 wide): four times the " \
+           "width lowers it by less than a fifth" in text and 0.8 < wide.nc1 / ce.nc1 < 1
+    index = " ".join((Path(__file__).resolve().parents[1] / "book" / "results_index.md").read_text().split())
+    assert (f"brings all {mse.runs} runs to zero error with a baseline NC1 {mse.times:.1f} times Table 1's: the "
+            "ablation in the paper's regime") in index

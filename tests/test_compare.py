@@ -68,3 +68,23 @@ def test_layers_are_read_by_name_or_role():
         compare.layer_index(resnet, "hidden 2")
     with pytest.raises(ValueError, match="intermediate"):
         compare.layer_index({"layer_names": np.array(["hidden 1", "output"])}, "intermediate")
+
+
+def test_ablation_regimes_count_the_runs_at_zero_error_and_the_distance_from_table_1():
+    """Issue 60's ledger of Tirer et al.'s ablation: (seed, setting) runs at zero training error at the end (one
+    misclassified sample anywhere takes a run out) and the baseline's NC1 at the deepest features over Table 1's."""
+    names = np.array(["hidden 1", "hidden 2", "output"])
+    nc1 = np.full((2, 3, 5, 4, 3), 9.0)
+    nc1[0, :, 0, -1, 1] = [0.0016, 0.0008, 0.0024]                 # MSE baseline: mean 0.0016, twice Table 1's 8e-4
+    nc1[1, :, 0, -1, 1] = 0.4                                       # CE baseline: 100 times Table 1's 0.004
+    err = np.zeros((2, 3, 5, 4))
+    err[0, 1, 3, -1] = 0.0002                                       # one MSE run ends one digit short
+    err[1, :, :, -2] = 0.5                                          # CE runs that fitted only at the last record
+    r = {"nc1_pinv": nc1, "train_error": err, "layer_names": names}
+    mse, ce = compare.ablation_regimes({"a": (r, ("mse", "ce"), ("mse", "ce"))})
+    assert (mse.at_zero, mse.runs, ce.at_zero, ce.runs) == (14, 15, 15, 15)
+    assert mse.times == pytest.approx(2.0) and ce.times == pytest.approx(100.0)
+    (only,) = compare.ablation_regimes({"b": (r, ("mse", "ce"), ("ce",))})
+    assert only.loss == "ce" and only.nc1 == pytest.approx(0.4)
+    cells = compare.RegimeTable([mse, ce]).cells
+    assert cells(mse)[2:] == ["14 of 15", "0.0016", "2.0x"] and cells(ce)[4] == "100x"
