@@ -481,12 +481,15 @@ def verdict_counts(claims: list[Claim]) -> str:
 
 def regime_line(claims: list[Claim]) -> str:
     """The ledger of a table in one line: for each set of runs that rows read in a regime, m of n runs in it, named by
-    the first figure that reads them: "; runs in the regime: Fig. 4, MLP 2 of 3, ..."."""
-    seen: dict[str, tuple[str, tuple[int, int]]] = {}
+    the first figure that reads them, and for Tirer et al.'s ablation how near collapse they are: "; runs in the
+    regime: Fig. 4, MLP 2 of 3, ..., Figs. 3, 5, Table 1, CE 15 of 15 (NC1 86x Table 1's)"."""
+    seen: dict[str, tuple[str, tuple[int, int], str]] = {}
     for c in claims:
         if c.in_regime and not c.failed_design:
-            seen.setdefault(c.source, (c.where, c.in_regime))
-    return ("; runs in the regime: " + ", ".join(f"{w} {m} of {n}" for w, (m, n) in seen.values())) if seen else ""
+            level = c.ledger.partition("; baseline ")[2]           # Tirer et al.'s: how near collapse
+            seen.setdefault(c.source, (c.where, c.in_regime, f" ({level})" if level else ""))
+    return ("; runs in the regime: " + ", ".join(f"{w} {m} of {n}{x}" for w, (m, n), x in seen.values())
+            if seen else "")
 
 
 def figure_of(where: str) -> str:
@@ -663,6 +666,14 @@ class ClaimsTable:
             """A precondition no other scale ran goes in its figure's heading: the rows below read its runs."""
             return c.precondition and not any(self.beside[s].get((c.where, c.claim)) for s in self.beside)
 
+        def unreached(where: str) -> bool:
+            """A figure none of whose rows the reproduction reached, at any scale shown, for one reason (the
+            heading's ledger): its heading says so once, and its rows are only in the full table."""
+            rows = [c for c in self.claims if c.where == where and not c.precondition]
+            return (bool(rows) and bool(shared(where)) and all(c.verdict == NOT_REACHED and not c.failed_design
+                                                               for c in rows)
+                    and not any(self.beside[s].get((c.where, c.claim)) for s in self.beside for c in rows))
+
         def heading(where: str) -> str:
             pre = [c for c in self.claims if c.where == where and in_heading(c)]
             note = "".join(f"<span class='claim-precondition verdict-{css(c.verdict)}'>; precondition (not counted), "
@@ -674,6 +685,10 @@ class ClaimsTable:
             note += "".join(f"<span class='claim-ledger'>; a failed design of ours: its {n_failed} claims are never "
                             f"judged (listed in full below): {e(f)}</span>" for f in failed)
             note += f"<span class='claim-ledger'>; {e(shared(where))}</span>" if shared(where) else ""
+            if unreached(where):
+                n = sum(c.where == where and not c.precondition for c in self.claims)
+                note += (f"<span class='claim-ledger'>; <b>not reached</b>: its {n} claim{'s' * (n != 1)} never "
+                         "judged (listed in full below)</span>")
             anchor = FIGURE_ANCHORS.get((paper, figure_of(where)))
             links = (f" <span class='claim-links'>(<a href='#{anchor}'>ours</a>, <a href='{PAPER_URLS[paper]}'>"
                      f"paper</a>)</span>" if anchor and paper in PAPER_URLS else "")
@@ -687,7 +702,7 @@ class ClaimsTable:
             if c.where != where:
                 where = c.where
                 rows += heading(where)
-            if not in_heading(c) and not c.failed_design:       # a failed design: its heading says so, once
+            if not in_heading(c) and not c.failed_design and not unreached(c.where):   # else the heading says it
                 anchor = FIGURE_ANCHORS.get((paper, figure_of(c.where)))
                 claim = e(c.claim) + (f" <a class='claim-fig' href='#{anchor}' title='our figure'>(fig.)</a>"
                                       if anchor else "")
@@ -965,6 +980,16 @@ def _summary(labels: list[str], groups: list[np.ndarray], fmt: str = ".3g") -> s
     return "; ".join(f"{label}: {one(v)}" for label, v in zip(labels, groups))
 
 
+def _nc_level(spec: Spec, r: dict) -> str:
+    """How near collapse the runs of a row on Tirer et al.'s ablation are, for its ledger: "; baseline NC1 86x
+    Table 1's" (the near-collapse regime their perturbation analysis is about; "" for other rows)."""
+    from .compare import baseline_over_table1, times_text
+    if spec.paper != "Tirer" or "loss" not in spec.args or "nc1_pinv" not in r or "layer_names" not in r:
+        return ""
+    losses = tuple(spec.args.get("losses", ("mse", "ce")))
+    return f"; baseline NC1 {times_text(baseline_over_table1(r, spec.args['loss'], losses))}x Table 1's"
+
+
 def evaluate(spec: Spec, results: dict[str, dict], governing: str = "") -> Claim:
     """A claims-table row from a :class:`Spec` on cached ``results`` (by experiment name), by :func:`judge`, on the
     runs in the spec's regime; an existential spec takes its clearest metric."""
@@ -997,7 +1022,7 @@ def evaluate(spec: Spec, results: dict[str, dict], governing: str = "") -> Claim
                  direction=all(j.direction for j in judged), precondition=spec.precondition,
                  outside=sum(j.outside for j in judged), some_clear=any(j.some_clear for j in judged),
                  margin_runs=min(margins) if margins else None,
-                 ledger=ledger(*in_regime, spec.regime) if in_regime else "",
+                 ledger=(ledger(*in_regime, spec.regime) + _nc_level(spec, r)) if in_regime else "",
                  in_regime=in_regime[:2] if in_regime else None, view=spec.view, failed_design=spec.failed_design,
                  source=spec.result + (f", {spec.args['loss']}" if "loss" in spec.args else ""))
 
@@ -1286,13 +1311,20 @@ HALF = "tirer_wd_ablation@1/(2N)"
 experiments do not state theirs): the `cpu` MLP for 1,000 epochs (the paper's λt 2.2), the five settings; every run
 reaches zero training error (issue 60)."""
 
+HALF_300 = "tirer_wd_ablation@300,1/(2N)"
+""":data:`HALF` with 300 digits per class: Fig. 4's MSE rows in the paper's regime."""
+
 TIRER_EXTRA: dict[str, tuple[str, dict[str, Any]]] = {
     WIDE: ("tirer_wd_ablation", {"epochs": 1000, "hidden": (512, 512, 512), "losses": ("mse",)}),
-    HALF: ("tirer_wd_ablation", {"epochs": 1000, "losses": ("mse",), "mse_over_classes": False})}
+    HALF: ("tirer_wd_ablation", {"epochs": 1000, "losses": ("mse",), "mse_over_classes": False}),
+    HALF_300: ("tirer_wd_ablation", {"epochs": 1000, "losses": ("mse",), "mse_over_classes": False,
+                                     "per_class": 300})}
 """Runs beside the `cpu` scale that Tirer et al.'s claims tables also read, by name."""
 
-TIRER_EXTRA_LABELS = {WIDE: "512 wide", HALF: "1/(2N) loss"}
-"""How a row on each of :data:`TIRER_EXTRA`'s runs names it after the paper's figure."""
+TIRER_EXTRA_LABELS = {WIDE: ("512 wide", "Figs. 3, 5"), HALF: ("1/(2N) loss", "Figs. 3, 5"),
+                      HALF_300: ("1/(2N) loss", "Fig. 4")}
+"""How the rows on each of :data:`TIRER_EXTRA`'s runs name it, and the paper's figures it repeats (Table 1's rows
+read only the runs of Figs. 3 and 5)."""
 
 
 def _ablation_specs(result: str, where: str, losses: tuple[str, ...], shown: tuple[str, ...]) -> list[Spec]:
@@ -1341,11 +1373,13 @@ def tirer_specs(losses: tuple[str, ...] = ("mse", "ce"), blurred: tuple[int, ...
                                            "losses": losses}, regime="zero error"))
     for name in (n for n in TIRER_EXTRA if n in extra and "mse" in losses):
         zero, table = (next(s for s in specs if s.where == w) for w in ("Sec. 6", "Table 1, MSE"))
-        over, label = TIRER_EXTRA[name][1], TIRER_EXTRA_LABELS[name]
-        specs.append(replace(zero, where=f"Sec. 6, {label}", result=name, runs="(seed, setting) runs"))
-        specs += _ablation_specs(name, f"Figs. 3, 5, {label}", over["losses"], over["losses"])
-        specs.append(replace(table, where=f"Table 1, MSE, {label}", result=name,
-                             args={**table.args, "losses": over["losses"]}))
+        over, (label, figures) = TIRER_EXTRA[name][1], TIRER_EXTRA_LABELS[name]
+        of = "" if figures == "Figs. 3, 5" else f"{figures}, "
+        specs.append(replace(zero, where=f"Sec. 6, {of}{label}", result=name, runs="(seed, setting) runs"))
+        specs += _ablation_specs(name, f"{figures}, {label}", over["losses"], over["losses"])
+        if figures == "Figs. 3, 5":
+            specs.append(replace(table, where=f"Table 1, MSE, {label}", result=name,
+                                 args={**table.args, "losses": over["losses"]}))
     if "ce" in losses:      # a hedge with one example: a claim about cross-entropy's doubling, no ordering of all
         specs.append(Spec(T, "Table 1, CE", "\"sometimes (e.g., with CE loss) increasing the WD of the last layer "
                           f"can also decrease the gap\"; Table 1 (MNIST, CE): NC1 {_paper_changes('ce', 'W')} "

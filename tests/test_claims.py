@@ -716,7 +716,9 @@ def test_every_row_at_a_glance_links_to_our_figure():
                         ("Tirer", _tirer_cpu_rows())):
         page = claims.ClaimsTable(rows, f"{paper} et al.", not_run=claims.not_run(paper), scale="cpu")._repr_html_()
         glance = page.split("<details class='ncbook-claims-detail'>")[0]
-        shown = [c for c in rows if not c.failed_design and not c.precondition]
+        unreached = {c.where for c in rows if not c.precondition} - {c.where for c in rows if not c.precondition
+                                                                     and c.verdict != claims.NOT_REACHED}
+        shown = [c for c in rows if not c.failed_design and not c.precondition and c.where not in unreached]
         with_figure = [c for c in shown if (paper, claims.figure_of(c.where)) in claims.FIGURE_ANCHORS]
         assert len(with_figure) >= len(shown) - 2                   # App. E.1 and Sec. 6 rows have no figure
         assert glance.count("class='claim-fig'") == len(with_figure), paper
@@ -745,6 +747,58 @@ def test_the_results_readme_states_the_ablations_made_for_the_papers_regime_as_t
     wide = rows[("512 wide, 500 epochs", "ce")]
     assert f"its baseline NC1 is {wide.times:.0f} times Table 1's ({ce.times:.0f} at 128 wide): four times the " \
            "width lowers it by less than a fifth" in text and 0.8 < wide.nc1 / ce.nc1 < 1
+    few = rows[("128 wide, 1,000 epochs, 300 per class, 1/(2N) loss", "mse")]
+    from ncbook.scaling import governing_text
+    lt = governing_text("tirer_wd_ablation", "cpu", paper={"dataset": "mnist", "per_class": 3000},
+                        **compare.ABLATION_RUNS["128 wide, 1,000 epochs, 300 per class, 1/(2N) loss"])
+    assert lt.startswith("λt 1.3 (1.3; matched)") and few.at_zero == few.runs
+    assert (f"1000 epochs (λt 1.3, the paper's at 3K per class); every one of its {few.runs} runs at zero training "
+            f"error, baseline NC1 {few.times:.1f} times Table 1's") in text
     index = " ".join((Path(__file__).resolve().parents[1] / "book" / "results_index.md").read_text().split())
     assert (f"brings all {mse.runs} runs to zero error with a baseline NC1 {mse.times:.1f} times Table 1's: the "
             "ablation in the paper's regime") in index
+    assert (f"for 3K per class all {few.runs} do, with a baseline NC1 {few.times:.1f} times Table 1's") in index
+
+
+def test_a_figure_the_reproduction_did_not_reach_is_one_heading_at_a_glance():
+    """Issue 60/62: a figure none of whose rows was reached (one reason for all) shows its heading with the ledger and
+    "not reached: its n claims never judged", and its rows only in the full table; a figure with a reached row keeps
+    every row."""
+    rows = _tirer_cpu_rows()
+    page = claims.ClaimsTable(rows, "Tirer et al.", not_run=claims.not_run("Tirer"), scale="cpu")._repr_html_()
+    glance, full = page.split("<details class='ncbook-claims-detail'>", 1)
+    for where in ("Figs. 3, 5, Table 1, MSE", "Fig. 4, MSE"):
+        n = sum(c.where == where for c in rows)
+        assert all(c.verdict == claims.NOT_REACHED for c in rows if c.where == where) and n == 2
+        assert f"<b>not reached</b>: its {n} claims never judged" in glance
+        assert glance.count("doubling λ_H moves NC1 and NC2") == 5     # CE at 500, 300; 512; 1/(2N) at 500, 300
+    assert "<b>not reached</b>: its 1 claim never judged" in glance     # Table 1, MSE (128 wide)
+    mixed = [c for c in rows if c.where == "Figs. 3, 5, 512 wide, MSE"]
+    assert {c.verdict for c in mixed} == {claims.NOT_REACHED, "reproduced"}
+    assert glance.count("9 of 15 in the regime, but none") == 1       # its unreached row still shown
+    assert full.count("<b>Figs. 3, 5, Table 1, MSE</b>") == 2
+
+
+def test_the_ablations_ledger_says_how_near_collapse_its_runs_are():
+    """Issue 60, point 2 ("NC level k times the paper's"): every row on Tirer et al.'s ablation that names a loss
+    carries its result's baseline NC1 over Table 1's in its ledger and in the caption's regime line, computed from the
+    arrays (a changed baseline changes it); Jacot et al.'s rows carry none."""
+    from ncbook import compare
+
+    rows = _tirer_cpu_rows()
+    results = claims.cached_results("Tirer", "cpu")
+    with_loss = [(c, s) for c, s in zip(rows, [s for s in claims.specs_at("Tirer", "cpu", tuple(results))
+                                                if s.result in results]) if "loss" in s.args]
+    assert len(with_loss) >= 10
+    for c, s in with_loss:
+        x = compare.baseline_over_table1(results[s.result], s.args["loss"], tuple(s.args["losses"]))
+        assert c.ledger.endswith(f"; baseline NC1 {compare.times_text(x)}x Table 1's"), (c.where, c.ledger)
+    ce = next(c for c, s in with_loss if c.where == "Figs. 3, 5, Table 1, CE")
+    assert f"Figs. 3, 5, Table 1, CE 15 of 15 (NC1 {ce.ledger.split('NC1 ')[1].split('x')[0]}x" in \
+        claims.regime_line(rows)
+    r = dict(results["tirer_wd_ablation"])
+    r["nc1_pinv"] = r["nc1_pinv"] * 2
+    spec = next(s for _, s in with_loss if s.where == "Figs. 3, 5, Table 1, CE")
+    assert claims.evaluate(spec, {**results, "tirer_wd_ablation": r}).ledger != ce.ledger
+    jacot = claims.jacot_claims(claims.cached_results("Jacot", "cpu"), "cpu")
+    assert not any("baseline NC1" in c.ledger for c in jacot)
