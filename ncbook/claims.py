@@ -482,12 +482,12 @@ def verdict_counts(claims: list[Claim]) -> str:
 def regime_line(claims: list[Claim]) -> str:
     """The ledger of a table in one line: for each set of runs that rows read in a regime, m of n runs in it, named by
     the first figure that reads them, and for Tirer et al.'s ablation how near collapse they are: "; runs in the
-    regime: Fig. 4, MLP 2 of 3, ..., Figs. 3, 5, Table 1, CE 15 of 15 (NC1 86x Table 1's)"."""
+    regime: Fig. 4, MLP 2 of 3, ..., Figs. 3, 5, Table 1, CE 15 of 15 (NC1 86x)" (times Table 1's)."""
     seen: dict[str, tuple[str, tuple[int, int], str]] = {}
     for c in claims:
         if c.in_regime and not c.failed_design:
-            level = c.ledger.partition("; baseline ")[2]           # Tirer et al.'s: how near collapse
-            seen.setdefault(c.source, (c.where, c.in_regime, f" ({level})" if level else ""))
+            level = c.ledger.partition("; NC1 ")[2].removesuffix(" Table 1's")    # Tirer et al.'s: how near
+            seen.setdefault(c.source, (c.where, c.in_regime, f" (NC1 {level})" if level else ""))      # collapse
     return ("; runs in the regime: " + ", ".join(f"{w} {m} of {n}{x}" for w, (m, n), x in seen.values())
             if seen else "")
 
@@ -674,11 +674,28 @@ class ClaimsTable:
                                                                for c in rows)
                     and not any(self.beside[s].get((c.where, c.claim)) for s in self.beside for c in rows))
 
+        pres = [c for c in self.claims if in_heading(c) and not c.failed_design]
+
+        def first_of(c: Claim) -> Claim | None:
+            """The row whose heading also says precondition ``c``: the same sentence at the same place read on other
+            runs ("Sec. 6, 512 wide" under "Sec. 6"); None for a row of its own."""
+            return next((f for f in pres if f is not c and f.paper == c.paper
+                         and c.where.startswith(f.where + ", ")), None) if any(c is f for f in pres) else None
+
+        def joined(c: Claim) -> bool:
+            return first_of(c) is not None
+
+        def others(first: Claim) -> str:
+            """The same precondition on the other runs, in its first row's heading ("; 512 wide: partly met, 9 of
+            15")."""
+            return "".join(f"; {e(o.where.removeprefix(first.where + ', '))}: <b>{e(o.verdict)}</b>, "
+                           f"{int(np.sum(o.holds))} of {np.size(o.holds)}" for o in pres if first_of(o) is first)
+
         def heading(where: str) -> str:
-            pre = [c for c in self.claims if c.where == where and in_heading(c)]
+            pre = [c for c in self.claims if c.where == where and in_heading(c) and not joined(c)]
             note = "".join(f"<span class='claim-precondition verdict-{css(c.verdict)}'>; precondition (not counted), "
                            f"{e(c.claim.removeprefix('precondition, not counted: '))}: <b>{e(c.verdict)}</b>, "
-                           f"{int(np.sum(c.holds))} of {np.size(c.holds)} runs</span>"
+                           f"{int(np.sum(c.holds))} of {np.size(c.holds)} runs{others(c)}</span>"
                            for c in pre if not c.failed_design)
             failed = {c.failed_design for c in self.claims if c.where == where and c.failed_design}
             n_failed = sum(c.where == where and bool(c.failed_design) and not c.precondition for c in self.claims)
@@ -688,7 +705,7 @@ class ClaimsTable:
             if unreached(where):
                 n = sum(c.where == where and not c.precondition for c in self.claims)
                 note += (f"<span class='claim-ledger'>; <b>not reached</b>: its {n} claim{'s' * (n != 1)} never "
-                         "judged (listed in full below)</span>")
+                         "judged (in full below)</span>")
             anchor = FIGURE_ANCHORS.get((paper, figure_of(where)))
             links = (f" <span class='claim-links'>(<a href='#{anchor}'>ours</a>, <a href='{PAPER_URLS[paper]}'>"
                      f"paper</a>)</span>" if anchor and paper in PAPER_URLS else "")
@@ -701,7 +718,8 @@ class ClaimsTable:
             found = [self.beside[s].get((c.where, c.claim)) for s in self.beside]
             if c.where != where:
                 where = c.where
-                rows += heading(where)
+                if not all(joined(o) for o in self.claims if o.where == where):   # else said in another heading
+                    rows += heading(where)
             if not in_heading(c) and not c.failed_design and not unreached(c.where):   # else the heading says it
                 anchor = FIGURE_ANCHORS.get((paper, figure_of(c.where)))
                 claim = e(c.claim) + (f" <a class='claim-fig' href='#{anchor}' title='our figure'>(fig.)</a>"
@@ -981,13 +999,13 @@ def _summary(labels: list[str], groups: list[np.ndarray], fmt: str = ".3g") -> s
 
 
 def _nc_level(spec: Spec, r: dict) -> str:
-    """How near collapse the runs of a row on Tirer et al.'s ablation are, for its ledger: "; baseline NC1 86x
-    Table 1's" (the near-collapse regime their perturbation analysis is about; "" for other rows)."""
+    """How near collapse the runs of a row on Tirer et al.'s ablation are, for its ledger: "; NC1 86x Table 1's",
+    the baseline's (the near-collapse regime their perturbation analysis is about; "" for other rows)."""
     from .compare import baseline_over_table1, times_text
     if spec.paper != "Tirer" or "loss" not in spec.args or "nc1_pinv" not in r or "layer_names" not in r:
         return ""
     losses = tuple(spec.args.get("losses", ("mse", "ce")))
-    return f"; baseline NC1 {times_text(baseline_over_table1(r, spec.args['loss'], losses))}x Table 1's"
+    return f"; NC1 {times_text(baseline_over_table1(r, spec.args['loss'], losses))}x Table 1's"
 
 
 def evaluate(spec: Spec, results: dict[str, dict], governing: str = "") -> Claim:
@@ -1101,9 +1119,11 @@ def regime_runs(r: dict, regime: str, loss: str | None = None,
 
 
 def ledger(m: int, n: int, reasons: dict[str, int], regime: str) -> str:
-    """A row's ledger in words: "judged on 9 of 30 runs that fit (12 gave up classes, ...)"."""
+    """A row's ledger in words: "judged on 9 of 30 runs that fit (12 gave up classes, ...)"; the reasons are left out
+    where the only one is "not at zero error", which the count already says."""
     out = f"judged on {m} of {n} runs " + ("that fit" if regime == "fits" else "at zero error")
-    return out + (" (" + ", ".join(f"{k} {w}" for w, k in reasons.items()) + ")" if reasons else "")
+    said = reasons and set(reasons) != {"not at zero error"}
+    return out + (" (" + ", ".join(f"{k} {w}" for w, k in reasons.items()) + ")" if said else "")
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -792,13 +792,48 @@ def test_the_ablations_ledger_says_how_near_collapse_its_runs_are():
     assert len(with_loss) >= 10
     for c, s in with_loss:
         x = compare.baseline_over_table1(results[s.result], s.args["loss"], tuple(s.args["losses"]))
-        assert c.ledger.endswith(f"; baseline NC1 {compare.times_text(x)}x Table 1's"), (c.where, c.ledger)
+        assert c.ledger.endswith(f"; NC1 {compare.times_text(x)}x Table 1's"), (c.where, c.ledger)
     ce = next(c for c, s in with_loss if c.where == "Figs. 3, 5, Table 1, CE")
-    assert f"Figs. 3, 5, Table 1, CE 15 of 15 (NC1 {ce.ledger.split('NC1 ')[1].split('x')[0]}x" in \
+    assert f"Figs. 3, 5, Table 1, CE 15 of 15 (NC1 {ce.ledger.split('NC1 ')[1].split('x')[0]}x)" in \
         claims.regime_line(rows)
     r = dict(results["tirer_wd_ablation"])
     r["nc1_pinv"] = r["nc1_pinv"] * 2
     spec = next(s for _, s in with_loss if s.where == "Figs. 3, 5, Table 1, CE")
     assert claims.evaluate(spec, {**results, "tirer_wd_ablation": r}).ledger != ce.ledger
     jacot = claims.jacot_claims(claims.cached_results("Jacot", "cpu"), "cpu")
-    assert not any("baseline NC1" in c.ledger for c in jacot)
+    assert not any("NC1" in c.ledger for c in jacot)
+
+
+def test_a_precondition_read_on_several_runs_is_one_heading_at_a_glance():
+    """Tirer et al.'s zero-error sentence is read on each ablation (128 wide, 512 wide, 1/(2N) at 500 and 300 per
+    class): at a glance its first row's heading says every verdict, and no heading of its own repeats the others;
+    the full table keeps a row for each."""
+    rows = _tirer_cpu_rows()
+    page = claims.ClaimsTable(rows, "Tirer et al.", not_run=claims.not_run("Tirer"), scale="cpu")._repr_html_()
+    glance, full = page.split("<details class='ncbook-claims-detail'>", 1)
+    pre = [c for c in rows if c.precondition]
+    assert [c.where for c in pre] == ["Sec. 6", "Sec. 6, 512 wide", "Sec. 6, 1/(2N) loss",
+                                      "Sec. 6, Fig. 4, 1/(2N) loss"]
+    said = "; ".join(f"{c.where.removeprefix('Sec. 6, ')}: <b>{c.verdict}</b>, {int(c.holds.sum())} of {c.holds.size}"
+                     for c in pre[1:])
+    assert f"{int(pre[0].holds.sum())} of {pre[0].holds.size} runs; {said}</span>" in glance
+    assert "<th colspan='3'>Sec. 6, 512 wide" not in glance and "<th colspan='3'>Sec. 6<" in glance
+    assert all(f"<b>{c.where}</b>" in full for c in pre)
+    import html
+
+    jacot = claims.jacot_claims(claims.cached_results("Jacot", "cpu"), "cpu")      # one sentence, several figures:
+    page = claims.ClaimsTable(jacot, "Jacot et al.", not_run=claims.not_run("Jacot"), scale="cpu")._repr_html_()
+    glance = page.split("<details class='ncbook-claims-detail'>", 1)[0]          # each in its own figure's heading
+    shown = {c.where for c in jacot if c.precondition and not c.failed_design}
+    assert len(shown) >= 4 and all(f"<th colspan='3'>{html.escape(w)}" in glance for w in shown)
+    assert glance.count("precondition (not counted)") == len(shown)
+
+
+def test_a_ledger_names_the_reasons_the_count_does_not_already_say():
+    """"judged on 9 of 15 runs at zero error" already says 6 are not: that reason alone is left out; any other reason
+    (dead, gave up classes, still falling, stuck) is named, and with it every reason."""
+    assert claims.ledger(9, 15, {"not at zero error": 6}, "zero error") == "judged on 9 of 15 runs at zero error"
+    assert claims.ledger(0, 15, {"dead": 5, "not at zero error": 10}, "zero error") == \
+        "judged on 0 of 15 runs at zero error (5 dead, 10 not at zero error)"
+    assert claims.ledger(9, 30, {"gave up classes": 12, "still falling": 9}, "fits") == \
+        "judged on 9 of 30 runs that fit (12 gave up classes, 9 still falling)"
