@@ -148,11 +148,19 @@ def times_text(x: float) -> str:
     return f"{x:.0f}" if x >= 9.5 else f"{x:.1f}"
 
 
+def baseline_nc1(result: dict[str, np.ndarray], loss: str, losses: tuple[str, ...]) -> float:
+    """An ablation's baseline NC1 with ``loss``: the paper's metric, deepest features, at the end, mean over seeds."""
+    return float(final_at(result, "nc1_pinv", "deepest")[losses.index(loss), :, 0].mean())
+
+
+def table1_nc1(loss: str) -> float:
+    """Tirer et al.'s Table 1 (MNIST) baseline NC1 with ``loss``."""
+    return TIRER_TABLE1[f"MNIST, {loss.upper()}"]["NC1"][0]
+
+
 def baseline_over_table1(result: dict[str, np.ndarray], loss: str, losses: tuple[str, ...]) -> float:
-    """An ablation's baseline NC1 (the paper's metric, deepest features, mean over seeds) over Tirer et al.'s Table 1
-    (MNIST) for ``loss``: how near collapse its runs are, against the paper's."""
-    nc1 = final_at(result, "nc1_pinv", "deepest")[losses.index(loss), :, 0]
-    return float(nc1.mean()) / TIRER_TABLE1[f"MNIST, {loss.upper()}"]["NC1"][0]
+    """:func:`baseline_nc1` over Table 1's: how near collapse the ablation's runs are, against the paper's."""
+    return baseline_nc1(result, loss, losses) / table1_nc1(loss)
 
 
 def ablation_regimes(results: Ablations) -> list[RegimeRow]:
@@ -161,11 +169,10 @@ def ablation_regimes(results: Ablations) -> list[RegimeRow]:
     near Table 1's (the near-collapse regime the perturbation analysis describes)."""
     rows = []
     for run, (r, losses, shown) in results.items():
-        nc1 = final_at(r, "nc1_pinv", "deepest")                  # [loss, seed, setting]
-        for i, loss in ((losses.index(loss), loss) for loss in shown):
-            end = r["train_error"][i, ..., -1]
-            rows.append(RegimeRow(run, loss, int((end == 0).sum()), end.size, float(nc1[i, :, 0].mean()),
-                                  TIRER_TABLE1[f"MNIST, {loss.upper()}"]["NC1"][0]))
+        for loss in shown:
+            end = r["train_error"][losses.index(loss), ..., -1]
+            rows.append(RegimeRow(run, loss, int((end == 0).sum()), end.size, baseline_nc1(r, loss, losses),
+                                  table1_nc1(loss)))
     return rows
 
 

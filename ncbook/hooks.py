@@ -32,7 +32,7 @@ def scatter_bytes(num_classes: int, dim: int, batch_rows: int = 0, itemsize: int
     rows and ``FLUSH_CHUNK_BYTES`` each, float64); it makes no other d x d array (tests/test_hooks.py measures the peak
     in a child process). ``batch_rows`` 0: the scatters alone."""
     kept = (2 * metrics.FLUSH_BATCHES + 1) * batch_rows * dim * itemsize
-    band = min(dim, metrics.SYMMETRIC_ROWS, max(1, metrics.FLUSH_CHUNK_BYTES // (8 * dim))) * dim * 8
+    band = metrics.band_rows(dim) * dim * 8
     return 8 * num_classes * dim * dim + (kept + 2 * band if batch_rows else 0)
 
 

@@ -495,6 +495,12 @@ rightwards only, and mirrors the band to the lower triangle: about half the arit
 0.63 of its CPU time at d = 512, 800 rows; benchmarks/README.md)."""
 
 
+def band_rows(dim: int) -> int:
+    """Rows of a band of StreamingClassStats' products: at most SYMMETRIC_ROWS, and at most FLUSH_CHUNK_BYTES in
+    float64 for ``dim`` columns."""
+    return min(dim, SYMMETRIC_ROWS, max(1, FLUSH_CHUNK_BYTES // (8 * dim)))
+
+
 class StreamingClassStats:
     """Class statistics accumulated over batches (``update``) or shards (``merge``); ``finalize()`` -> ClassStats.
 
@@ -574,7 +580,7 @@ class StreamingClassStats:
         """Add the scatter of the rows kept since the last flush, one product per class in their precision, to the
         float64 scatter: its upper triangle, a band of SYMMETRIC_ROWS rows at a time (:meth:`_mirror` fills the
         lower)."""
-        step = min(SYMMETRIC_ROWS, max(1, FLUSH_CHUNK_BYTES // (8 * self.dim)))
+        step = band_rows(self.dim)
         for c, rows in enumerate(self._rows):
             if rows:
                 B = rows[0] if len(rows) == 1 else torch.cat(rows, out=self._gathered(sum(len(r) for r in rows)))
@@ -600,7 +606,7 @@ class StreamingClassStats:
     def _mirror(self) -> None:
         """Copy each scatter's upper triangle (what :meth:`_flush` adds to) to its lower, band by band."""
         if not self._mirrored:
-            step = min(SYMMETRIC_ROWS, max(1, FLUSH_CHUNK_BYTES // (8 * self.dim)))
+            step = band_rows(self.dim)
             for S in self.scatter:
                 for i in range(0, self.dim, step):
                     S[i + step:, i:i + step] = S[i:i + step, i + step:].T
