@@ -71,8 +71,9 @@ test: BUILT := $(CURDIR)/_build
 verify:
 	$(PY) -m ncbook verify
 
+# in two processes (pytest-xdist), each taking whole test files, so that a file's fixtures and folders are its own
 unit:
-	NCBOOK_BUILT=$(BUILT) $(PY) -m pytest tests -q --runslow
+	NCBOOK_BUILT=$(BUILT) $(PY) -m pytest tests -q --runslow -n 2 --dist loadfile
 
 quick:
 	$(PY) -m pytest tests -q
