@@ -71,9 +71,10 @@ test: BUILT := $(CURDIR)/_build
 verify:
 	$(PY) -m ncbook verify
 
-# in two processes (pytest-xdist), each taking whole test files, so that a file's fixtures and folders are its own
+# in two processes (pytest-xdist), each taking whole test files, so that a file's fixtures and folders are its own;
+# one thread each (two processes of two OpenMP threads on two cores spin against each other: 3x slower)
 unit:
-	NCBOOK_BUILT=$(BUILT) $(PY) -m pytest tests -q --runslow -n 2 --dist loadfile
+	NCBOOK_BUILT=$(BUILT) OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest tests -q --runslow -n 2 --dist loadfile
 
 quick:
 	$(PY) -m pytest tests -q
