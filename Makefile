@@ -71,11 +71,12 @@ test: BUILT := $(CURDIR)/_build
 verify:
 	$(PY) -m ncbook verify
 
-# in two processes (pytest-xdist), each taking whole test files, so that a file's fixtures and folders are its own;
+# in two processes (pytest-xdist), each taking whole test files, so that a file's fixtures and folders are its own,
+# the longest files first (tests/conftest.py's LONGEST_FIRST) so that the two end together;
 # one thread each (two processes of two OpenMP threads each on two cores spun against each other: on 2026-12-06 they
 # ran 64% of the tests in 18 minutes; at one thread each, all of them took 16)
 unit:
-	NCBOOK_BUILT=$(BUILT) OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest tests -q --runslow -n 2 --dist loadfile
+	NCBOOK_BUILT=$(BUILT) OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest tests -q --runslow -n 2 --dist loadfile --no-loadscope-reorder
 
 quick:
 	$(PY) -m pytest tests -q
@@ -83,10 +84,12 @@ quick:
 NBVAL := $(PY) -m pytest --nbval book -q --nbval-sanitize-with scripts/nbval_sanitize.cfg
 
 # every chapter's outputs, twice at once: as configured, and with another BLAS setting (OPENBLAS_CORETYPE unset,
-# one thread), so that a printed digit that depends on the kernel or the thread count fails
+# one thread), so that a printed digit that depends on the kernel or the thread count fails. The run as configured
+# waits passively (OMP_WAIT_POLICY: an idle thread sleeps instead of spinning; the arithmetic is the same): its two
+# threads beside the other run's one on two cores spun against it (331 s against 177 s on 2026-12-06)
 notebooks:
 	@mkdir -p _build
-	@TQDM_DISABLE=1 $(NBVAL) > _build/nbval.log 2>&1 & a=$$!; \
+	@OMP_WAIT_POLICY=PASSIVE TQDM_DISABLE=1 $(NBVAL) > _build/nbval.log 2>&1 & a=$$!; \
 	env -u OPENBLAS_CORETYPE OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 TQDM_DISABLE=1 $(NBVAL) > _build/nbval-1thread.log 2>&1 & b=$$!; \
 	wait $$a; ra=$$?; wait $$b; rb=$$?; \
 	echo "nbval, as configured:"; cat _build/nbval.log; \
