@@ -19,7 +19,7 @@ VENV ?= $(if $(filter python3,$(PYTHON)),.venv,.venv-$(notdir $(PYTHON)))
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: install chromium lab student assets book pdf test unit quick mutation notebooks variants pairing build-strict clean-html lint verify execute clean
+.PHONY: install chromium lab student assets book pdf test builds unit quick mutation notebooks variants pairing build-strict clean-html lint verify execute clean
 
 # JupyterLab settings of this environment: a chapter's .md opens as a notebook (jupytext), not in the text editor
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
@@ -62,8 +62,16 @@ pdf: book chromium
 	@echo "The book: _build/pdf/ncbook.pdf; the student edition: _build/pdf/ncbook-student.pdf"
 
 # the documented commands themselves: book (from scratch), student and pdf, before the tests that read what they made
-test: install assets chromium lint verify build-strict book pdf unit mutation pairing notebooks variants
+test: install assets chromium lint verify builds unit pairing notebooks variants
 	@echo "all checks passed"
+
+# book (from scratch), student and pdf, with the mutation check beside them: the builds and the printing use about
+# one core of two, and the mutation check needs none of what they make
+builds: install assets chromium
+	@mkdir -p _build
+	@$(PY) scripts/mutation_check.py > _build/mutation.log 2>&1 & m=$$!; \
+	$(MAKE) --no-print-directory build-strict pdf; b=$$?; wait $$m; r=$$?; \
+	echo "mutation check, beside the builds:"; cat _build/mutation.log; exit $$(( b || r ))
 
 # in `make test` the browser and print tests read the book, the PDFs and the handout that the commands above made
 test: BUILT := $(CURDIR)/_build
