@@ -1623,7 +1623,6 @@ class Provenance:
     @property
     def rows(self) -> list[tuple[str, ...]]:
         from . import cache
-        from .cost import duration
         from .runner import Run, cached_current
 
         out: list[tuple[str, ...]] = []
@@ -1640,7 +1639,7 @@ class Provenance:
                 where = (f"{p.get('cpu_model', 'CPU')}, {threads} thread{'s' * (threads != 1)}"
                          if p.get("device") == "cpu" else str(p.get("device_name", p.get("device", "?"))))
                 out.append((f"{exp}/{run.tag}", where, str(p.get("date", "?"))[:10], str(p.get("git_commit", "?"))[:7],
-                             duration(float(p.get("wall_time_s", 0.0))), str(p.get("command", ""))))
+                             wall_time(p), str(p.get("command", ""))))
         return out
 
     def __repr__(self) -> str:
@@ -1654,6 +1653,22 @@ class Provenance:
         return (f"<details class='ncbook-claims-detail'><summary>How each result these verdicts read was made "
                 f"({len(self.rows)})</summary><table class='ncbook-provenance'><thead><tr>{head}</tr></thead>"
                 f"<tbody>{body}</tbody></table></details>")
+
+
+def wall_time(provenance: dict) -> str:
+    """A result's recorded wall time, and how it was resumed (:func:`resumes`)."""
+    from .cost import duration
+
+    return duration(float(provenance.get("wall_time_s", 0.0))) + resumes(provenance)
+
+
+def resumes(provenance: dict) -> str:
+    """What a wall time covers where a run was stopped and resumed (``runner.stopped_segments``): ", resumed once",
+    or that it lacks the segments before the last resume; "" for a run made in one go."""
+    if provenance.get("wall_time_partial"):
+        return " (after its last resume only)"
+    resumed = int(provenance.get("segments", 1)) - 1
+    return f", resumed {({1: 'once', 2: 'twice'}).get(resumed, f'{resumed} times')}" if resumed else ""
 
 
 SCALE_ROLES = {"cpu": "shipped with the book, made on 2 CPU cores",
@@ -1704,7 +1719,6 @@ def what_ran(exp: str, scale: str, root: Any = None) -> tuple[str, str]:
     length and the seeds from its configuration; the device and wall time from its result's manifest ("not
     made" where no current result is cached)."""
     from . import cache
-    from .cost import duration
     from .runner import Run, cached_current
 
     cfg = get_experiment(exp).config(scale)
@@ -1722,7 +1736,7 @@ def what_ran(exp: str, scale: str, root: Any = None) -> tuple[str, str]:
         return what, "not made"
     p = cache.read_manifest(exp, run.tag, root)["provenance"]
     where = ("CPU" if p.get("device") == "cpu" else str(p.get("device_name", p.get("device", "?"))))
-    return what, f"{where}, {duration(float(p.get('wall_time_s', 0.0)))}"
+    return what, f"{where}, {wall_time(p)}"
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,9 @@ the next state to ``--out``, five files at most (:data:`FILES`), each within :da
 - ``results.tar.gz``: every result of the plan that is current at the end (made here, finished late, or carried
   in), for ``python -m ncbook import`` at home and for the next session;
 - ``checkpoints.tar.gz``: the checkpoints of the runs the budget stopped, their tensors moved to the CPU, so that they
-  load on any device (a run whose checkpoints do not fit is recorded, and never started again where it cannot
-  finish);
+  load on any device, with their clocks (the wall time of the stopped segments, so that the manifest of a result made
+  over several sessions counts them all: :func:`ncbook.runner.stopped_segments`); a run whose checkpoints do not fit
+  is recorded, and never started again where it cannot finish;
 - ``relay.json``: the plan's ledger: each session's device, budget and, per run, its status, seconds spent and the
   step its checkpoint was at when the session started and ended; the measured full wall times per device kind;
 - ``bench.json``: ``benchmarks/bench_gpu.py``'s figures, made once per device kind and carried after that;
@@ -27,6 +28,7 @@ run that cannot finish in the time left unless its checkpoint can be carried. A 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tarfile
 import tempfile
@@ -40,7 +42,7 @@ import torch
 from . import cache, cost
 from .batch import run_one
 from .registry import EXPERIMENTS
-from .runner import Run, _cli_value, cached_current
+from .runner import Run, _cli_value, cached_current, clock_path
 from .train import CAPTURE_ENV, capture_requested
 from .transfer import ImportProblem, extract, import_results
 
@@ -81,7 +83,7 @@ def device_kind(device: str) -> str:
 
 
 def checkpoints_of(run: Run, root: Path | None = None) -> list[Path]:
-    """The run's checkpoint files (its own and its parts'), those that exist."""
+    """The run's checkpoint files (its own and its parts'), those that exist (its clock is packed beside them)."""
     ckpt = run.checkpoint(root)
     return sorted(ckpt.parent.glob(f"{ckpt.stem}*.pt")) if ckpt.parent.is_dir() else []
 
@@ -104,7 +106,7 @@ def read_ledger(state: Path | None) -> dict:
 
 def restore(state: Path | None, root: Path | None = None, say=print) -> None:
     """Bring a carried state in: its results (checked as ``import`` checks them) and its checkpoints (only ``.pt``
-    files, into the results folder's ``.checkpoints``)."""
+    files, and the runs' ``.clock.json``, into the results folder's ``.checkpoints``)."""
     if state is None or not Path(state).is_dir():
         return
     if (Path(state) / RESULTS).is_file():
@@ -118,7 +120,8 @@ def restore(state: Path | None, root: Path | None = None, say=print) -> None:
         into = cache.results_dir(root) / ".checkpoints"
         into.mkdir(parents=True, exist_ok=True)
         with tarfile.open(Path(state) / CHECKPOINTS, "r:gz") as tar:
-            members = [m for m in tar.getmembers() if m.isfile() and m.name.endswith(".pt") and "/" not in m.name]
+            members = [m for m in tar.getmembers() if m.isfile() and m.name.endswith((".pt", ".clock.json"))
+                       and "/" not in m.name]
             extract(tar, into, members)
         say(f"carried checkpoints: {len(members)} file(s)")
 
@@ -165,6 +168,7 @@ def cpu_checkpoints(files: list[Path], into: Path) -> list[Path]:
         state = torch.load(f, weights_only=True, map_location="cpu")
         dest = into / f.name
         torch.save(state, dest)
+        os.utime(dest, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns))    # when it was written: the run's clock
         out.append(dest)
     return out
 
@@ -265,6 +269,7 @@ def _pack(units: list[Unit], ledger: dict, out: Path, root: Path | None, say) ->
                     "on it is lost, and it is not started again where it cannot finish")
                 continue
             files += [(f, f.name) for f in cpu]
+            files += [(c, c.name) for c in [clock_path(run.checkpoint(root))] if c.is_file()]  # its wall time so far
         if files and _tar(out / CHECKPOINTS, files) > MAX_FILE:
             (out / CHECKPOINTS).unlink()
             say(f"the checkpoints came to more than {MAX_FILE} bytes together and were not packed")

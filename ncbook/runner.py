@@ -111,21 +111,75 @@ def _execute(run: Run, ckpt: Path, device: str, progress: bool, root: Path | Non
     if left and progress:
         print(f"{run.name}: resuming from the checkpoint{'s' * (len(left) > 1)} of a stopped run: "
               f"{', '.join(p.name for p in left)}", file=sys.stderr)
+    earlier_s, segments, known = stopped_segments(ckpt) if left else (0.0, 0, True)
+    started = time.time()
+    _write_clock(ckpt, {"earlier_s": earlier_s, "segments": segments, "started": started})
     t0 = time.perf_counter()
     try:
         arrays = get_experiment(run.name).run(run.config, device=device, progress=progress, checkpoint=ckpt)
     except FloatingPointError:              # diverged: nothing is stored, and no checkpoint resumes the blow-up
-        _remove(_parts(ckpt))
+        _remove([*_parts(ckpt), clock_path(ckpt)])
         raise
-    prov = cache.provenance(device, list(getattr(run.config, "seeds", [])), time.perf_counter() - t0,
+    except BaseException:                   # stopped (Ctrl-C, a budget's SIGINT) or failed: the clock keeps its time
+        _close_clock(ckpt, earlier_s, segments, started)
+        raise
+    prov = cache.provenance(device, list(getattr(run.config, "seeds", [])), earlier_s + time.perf_counter() - t0,
                             regen_command(run.name, run.scale, run.overrides | run.runtime) + f" --device {device}")
+    if segments:                            # resumed: the wall time is that of every segment (stopped_segments)
+        prov["segments"] = segments + 1
+    if not known:
+        prov["wall_time_partial"] = True    # resumed from checkpoints without a clock: earlier segments not counted
     if capture_requested():                 # NCBOOK_CAPTURE=1: the training steps were compiled (train.compiled_step)
         prov["captured_steps"] = True
     extra = {"base_scale": run.scale, "overrides": run.overrides} | ({"runtime": run.runtime} if run.runtime else {})
     manifest = cache.save(run.name, run.tag, get_experiment(run.name).computed(run.config), run.key, arrays, prov,
                           root, extra=extra)
-    _remove(_parts(ckpt))
+    _remove([*_parts(ckpt), clock_path(ckpt)])
     return manifest
+
+
+def clock_path(ckpt: Path) -> Path:
+    """The clock of a stopped run, beside its checkpoints (and carried with them by the relay): the wall seconds and
+    the number of its stopped segments, and the start of the segment in progress."""
+    return ckpt.with_suffix(".clock.json")
+
+
+def _write_clock(ckpt: Path, clock: dict) -> None:
+    cache.atomic_write(clock_path(ckpt), lambda tmp: tmp.write_text(json.dumps(clock)))
+
+
+def stopped_segments(ckpt: Path) -> tuple[float, int, bool]:
+    """(seconds, number) of the stopped segments whose checkpoints a run resumes, each counted from its start to its
+    newest checkpoint (the work carried forward; what came after it is done again, and counted, in the next), and
+    whether they are known: False for checkpoints that came without a clock. A segment that was killed before it
+    could stop its clock is counted here, from its start to the newest checkpoint."""
+    try:
+        clock = json.loads(clock_path(ckpt).read_text())
+        earlier_s, segments = float(clock["earlier_s"]), int(clock["segments"])
+        started = float(clock["started"]) if "started" in clock else None
+        if not (0 <= earlier_s < float("inf") and segments >= 0 and (started is None or abs(started) < float("inf"))):
+            raise ValueError("not a clock")
+    except (OSError, ValueError, KeyError, TypeError):      # none, or not a clock: not known
+        return 0.0, 0, False
+    if started is not None:
+        earlier_s, segments = _counted(ckpt, earlier_s, segments, started)
+    return earlier_s, segments, True
+
+
+def _counted(ckpt: Path, earlier_s: float, segments: int, started: float) -> tuple[float, int]:
+    """The clock with the segment that started at ``started`` (seconds since the epoch) added, up to the run's newest
+    checkpoint; unchanged if it wrote none."""
+    newest = max((p.stat().st_mtime for p in _parts(ckpt)), default=started)
+    return (earlier_s + newest - started, segments + 1) if newest > started else (earlier_s, segments)
+
+
+def _close_clock(ckpt: Path, earlier_s: float, segments: int, started: float) -> None:
+    """Stop the clock of a stopped run (removed where no checkpoint resumes it)."""
+    if not _parts(ckpt):
+        clock_path(ckpt).unlink(missing_ok=True)
+        return
+    earlier_s, segments = _counted(ckpt, earlier_s, segments, started)
+    _write_clock(ckpt, {"earlier_s": earlier_s, "segments": segments})
 
 
 def run_point(run: Run, device: str, progress: bool = False, threads: int | None = None) -> tuple[str, float]:

@@ -13,6 +13,8 @@ import json
 import sys
 from pathlib import Path
 
+from ncbook.claims import resumes
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "results" / "README.md"
 
@@ -28,8 +30,8 @@ def made_with(provenance: dict) -> str:
 
 
 def wall_time(provenance: dict) -> str:
-    """Seconds, rounded, with a thousands separator."""
-    return f"{round(provenance['wall_time_s']):,} s"
+    """Seconds, rounded, with a thousands separator, and how a run made in segments was resumed."""
+    return f"{round(provenance['wall_time_s']):,} s" + resumes(provenance)
 
 
 def manifests() -> dict[str, dict]:

@@ -840,3 +840,12 @@ def test_a_ledger_names_the_reasons_the_count_does_not_already_say():
         "judged on 0 of 15 runs at zero error (5 dead, 10 not at zero error)"
     assert claims.ledger(9, 30, {"gave up classes": 12, "still falling": 9}, "fits") == \
         "judged on 9 of 30 runs that fit (12 gave up classes, 9 still falling)"
+
+
+def test_a_resumed_results_wall_time_says_so():
+    """The provenance tables give a resumed run's wall time with its resumes, and mark one that lacks the earlier
+    segments (runner.stopped_segments), instead of passing the last segment off as the whole."""
+    assert claims.wall_time({"wall_time_s": 619.2}) == "10 min"
+    assert claims.wall_time({"wall_time_s": 3700.0, "segments": 2}) == "62 min, resumed once"
+    assert claims.wall_time({"wall_time_s": 3700.0, "segments": 4}) == "62 min, resumed 3 times"
+    assert claims.wall_time({"wall_time_s": 70.0, "wall_time_partial": True}) == "70 s (after its last resume only)"

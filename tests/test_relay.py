@@ -97,6 +97,11 @@ def test_relay_completes_a_multi_session_plan_across_fresh_machines(tmp_path):
     for unit in PLAN:
         run = Run.of(unit["name"], unit["scale"], **unit.get("overrides", {}))
         check_stored(run.name, run.tag, home)
+    run = Run.of(LONG["name"], LONG["scale"], **LONG["overrides"])          # its wall time: every session's share
+    prov = json.loads((home / run.name / f"{run.tag}.json").read_text())["provenance"]
+    carried = sum((r["end_step"] or 0) > (r["start_step"] or 0) for r in worked[:-1])
+    assert prov.get("segments", 1) == carried + 1 and "wall_time_partial" not in prov, (prov, worked)
+    assert prov["wall_time_s"] <= sum(r["spent_s"] for r in worked)
 
 
 def test_the_plan_resumes_first_then_cheapest_and_skips_what_cannot_be_carried(tmp_path):

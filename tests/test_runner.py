@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import ncbook.train
 from ncbook import cache, registry, runner
 
 
@@ -158,3 +159,46 @@ def test_a_result_made_with_captured_steps_says_so(tmp_path, monkeypatch):
     plain = json.loads(runner.run_and_cache("jacot_mlp", "tiny", progress=False, root=results).read_text())
     assert captured["provenance"]["captured_steps"] is True and "captured_steps" not in plain["provenance"]
     assert captured["key"] == plain["key"]
+
+
+@pytest.mark.parametrize("how", ["stopped", "killed", "without a clock"])
+def test_a_resumed_runs_wall_time_counts_every_segment(tmp_path, kill_at_step, how):
+    """A run stopped and resumed records the wall time of all its segments, each up to its newest checkpoint (the
+    runner's clock), not only the last one's; a segment killed before it could stop the clock is counted from its
+    start, and checkpoints that came without a clock are marked, not passed off as the whole time."""
+    run = runner.Run.of("jacot_mlp", "tiny")
+    restore = kill_at_step(ncbook.train, 40, "momentum_step")
+    with pytest.raises(KeyboardInterrupt):
+        runner.execute(run, "cpu", progress=False, root=tmp_path)
+    restore()
+    ckpt, clock = run.checkpoint(tmp_path), runner.clock_path(run.checkpoint(tmp_path))
+    newest = max(p.stat().st_mtime for p in runner._parts(ckpt))
+    state = json.loads(clock.read_text())
+    assert state["segments"] == 1 and "started" not in state and 0 < state["earlier_s"] < 600     # stopped, counted
+    if how == "stopped":                        # a long first segment, as the clock would say after one
+        clock.write_text(json.dumps({"earlier_s": 1000.0, "segments": 1}))
+    elif how == "killed":                       # killed 500 s after it started, with no time to stop the clock
+        clock.write_text(json.dumps({"earlier_s": 0.0, "segments": 0, "started": newest - 500.0}))
+    else:
+        clock.unlink()
+    runner.execute(run, "cpu", progress=False, root=tmp_path)
+    prov = json.loads(cache.paths(run.name, run.tag, tmp_path)[1].read_text())["provenance"]
+    assert not clock.exists() and not runner._parts(ckpt)
+    if how == "without a clock":
+        assert prov["wall_time_partial"] is True and "segments" not in prov and prov["wall_time_s"] < 600
+    else:
+        earlier = 1000.0 if how == "stopped" else 500.0
+        assert prov["segments"] == 2 and "wall_time_partial" not in prov
+        assert earlier < prov["wall_time_s"] < earlier + 600
+
+
+@pytest.mark.parametrize("text", ["garbage", "[]", '{"segments": 1}', '{"earlier_s": NaN, "segments": 1}',
+                                  '{"earlier_s": -1, "segments": 1}', '{"earlier_s": 5, "segments": 1, "started": "x"}',
+                                  '{"earlier_s": 5, "segments": 1, "started": Infinity}'])
+def test_a_clock_that_is_not_one_counts_as_unknown(tmp_path, text):
+    """A broken clock never gives a NaN or a traceback: the earlier segments are unknown (``wall_time_partial``)."""
+    ckpt = tmp_path / "run.pt"
+    runner.clock_path(ckpt).write_text(text)
+    assert runner.stopped_segments(ckpt) == (0.0, 0, False)
+    runner.clock_path(ckpt).write_text('{"earlier_s": 5, "segments": 1}')
+    assert runner.stopped_segments(ckpt) == (5.0, 1, True)
