@@ -1637,7 +1637,7 @@ class Provenance:
                 p = cache.read_manifest(exp, run.tag, self.root)["provenance"]
                 threads = p.get("cpu_threads", "?")
                 where = (f"{p.get('cpu_model', 'CPU')}, {threads} thread{'s' * (threads != 1)}"
-                         if p.get("device") == "cpu" else str(p.get("device_name", p.get("device", "?"))))
+                         if p.get("device") == "cpu" else str(p.get("device_name", p.get("device", "?")))) + beside(p)
                 out.append((f"{exp}/{run.tag}", where, str(p.get("date", "?"))[:10], str(p.get("git_commit", "?"))[:7],
                              wall_time(p), str(p.get("command", ""))))
         return out
@@ -1660,6 +1660,13 @@ def wall_time(provenance: dict) -> str:
     from .cost import duration
 
     return duration(float(provenance.get("wall_time_s", 0.0))) + resumes(provenance)
+
+
+def beside(provenance: dict) -> str:
+    """What ran beside a run (``runner.MachineLoad``): ", machine load 2.9 on 2 CPUs" (the mean one-minute load
+    average while it ran; a one-thread run alone reads about 1), or "" where it was not recorded."""
+    load = provenance.get("load")
+    return f", machine load {load['mean_1min']:.1f} on {load['cpus']} CPUs" if load else ""
 
 
 def resumes(provenance: dict) -> str:

@@ -116,7 +116,8 @@ def _execute(run: Run, ckpt: Path, device: str, progress: bool, root: Path | Non
     _write_clock(ckpt, {"earlier_s": earlier_s, "segments": segments, "started": started})
     t0 = time.perf_counter()
     try:
-        arrays = get_experiment(run.name).run(run.config, device=device, progress=progress, checkpoint=ckpt)
+        with MachineLoad() as load:
+            arrays = get_experiment(run.name).run(run.config, device=device, progress=progress, checkpoint=ckpt)
     except FloatingPointError:              # diverged: nothing is stored, and no checkpoint resumes the blow-up
         _remove([*_parts(ckpt), clock_path(ckpt)])
         raise
@@ -129,6 +130,8 @@ def _execute(run: Run, ckpt: Path, device: str, progress: bool, root: Path | Non
         prov["segments"] = segments + 1
     if not known:
         prov["wall_time_partial"] = True    # resumed from checkpoints without a clock: earlier segments not counted
+    if load.samples:
+        prov["load"] = load.summary()
     if capture_requested():                 # NCBOOK_CAPTURE=1: the training steps were compiled (train.compiled_step)
         prov["captured_steps"] = True
     extra = {"base_scale": run.scale, "overrides": run.overrides} | ({"runtime": run.runtime} if run.runtime else {})
@@ -136,6 +139,41 @@ def _execute(run: Run, ckpt: Path, device: str, progress: bool, root: Path | Non
                           root, extra=extra)
     _remove([*_parts(ckpt), clock_path(ckpt)])
     return manifest
+
+
+class MachineLoad:
+    """What ran beside a run: the machine's one-minute load average, read when the run starts, every ``every_s``
+    seconds while it runs and when it ends (none where the system has no load average)."""
+
+    def __init__(self, every_s: float = 60.0):
+        self.every_s = every_s
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True, name="machine-load")
+
+    def _read(self) -> None:
+        with contextlib.suppress(OSError, AttributeError):     # no os.getloadavg (Windows) or none readable
+            self.samples.append(os.getloadavg()[0])
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self._read()
+
+    def __enter__(self) -> MachineLoad:
+        self._read()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._read()
+
+    def summary(self) -> dict:
+        """The mean and the largest reading, and the machine's CPUs: on an idle 2-CPU machine a one-thread run
+        reads about 1; each other busy thread beside it adds about 1."""
+        return {"mean_1min": round(sum(self.samples) / len(self.samples), 2), "max_1min": round(max(self.samples), 2),
+                "readings": len(self.samples), "cpus": os.cpu_count()}
 
 
 def clock_path(ckpt: Path) -> Path:

@@ -13,20 +13,21 @@ import json
 import sys
 from pathlib import Path
 
-from ncbook.claims import resumes
+from ncbook.claims import beside, resumes
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "results" / "README.md"
 
 
 def made_with(provenance: dict) -> str:
-    """The command, the machine (threads and CPU model, or the accelerator) and the commit of one manifest."""
+    """The command, the machine (threads and CPU model, or the accelerator), what ran beside it where recorded, and
+    the commit of one manifest."""
     if provenance["device"] == "cpu":
         threads = provenance["cpu_threads"]
         machine = f"{threads} thread{'s' if threads != 1 else ''}, {provenance['cpu_model']}"
     else:
         machine = f"{provenance['device_name']} (torch {provenance['torch_version']})"
-    return f"`{provenance['command']}`, {machine}, at {provenance['git_commit'][:7]}"
+    return f"`{provenance['command']}`, {machine}{beside(provenance)}, at {provenance['git_commit'][:7]}"
 
 
 def wall_time(provenance: dict) -> str:

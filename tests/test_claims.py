@@ -849,3 +849,5 @@ def test_a_resumed_results_wall_time_says_so():
     assert claims.wall_time({"wall_time_s": 3700.0, "segments": 2}) == "62 min, resumed once"
     assert claims.wall_time({"wall_time_s": 3700.0, "segments": 4}) == "62 min, resumed 3 times"
     assert claims.wall_time({"wall_time_s": 70.0, "wall_time_partial": True}) == "70 s (after its last resume only)"
+    load = {"mean_1min": 2.94, "max_1min": 3.5, "readings": 12, "cpus": 2}
+    assert claims.beside({"load": load}) == ", machine load 2.9 on 2 CPUs" and claims.beside({}) == ""

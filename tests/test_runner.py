@@ -3,7 +3,9 @@ budget."""
 
 import importlib.util
 import json
+import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -184,6 +186,7 @@ def test_a_resumed_runs_wall_time_counts_every_segment(tmp_path, kill_at_step, h
     runner.execute(run, "cpu", progress=False, root=tmp_path)
     prov = json.loads(cache.paths(run.name, run.tag, tmp_path)[1].read_text())["provenance"]
     assert not clock.exists() and not runner._parts(ckpt)
+    assert prov["load"]["readings"] >= 2 and prov["load"]["cpus"] == os.cpu_count()      # what ran beside it
     if how == "without a clock":
         assert prov["wall_time_partial"] is True and "segments" not in prov and prov["wall_time_s"] < 600
     else:
@@ -202,3 +205,17 @@ def test_a_clock_that_is_not_one_counts_as_unknown(tmp_path, text):
     assert runner.stopped_segments(ckpt) == (0.0, 0, False)
     runner.clock_path(ckpt).write_text('{"earlier_s": 5, "segments": 1}')
     assert runner.stopped_segments(ckpt) == (5.0, 1, True)
+
+
+def test_the_machine_load_is_read_while_a_run_runs():
+    """``MachineLoad`` reads the load average at the start, every ``every_s`` while it runs (a thread that waits on
+    an event, never past its end) and at the end."""
+    with runner.MachineLoad(every_s=0.001) as load:
+        deadline = time.monotonic() + 120
+        while len(load.samples) < 4 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        during = len(load.samples)
+    assert during >= 4 and len(load.samples) >= during + 1 and not load._thread.is_alive()
+    summary = load.summary()
+    assert summary["readings"] == len(load.samples) and summary["cpus"] == os.cpu_count()
+    assert 0 <= summary["mean_1min"] <= summary["max_1min"]
