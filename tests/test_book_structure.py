@@ -231,3 +231,38 @@ def test_every_slider_figure_is_in_the_current_format(md: Path):
         controls = re.findall(r'<(?:label|div) class="ncsf-control[^"]*"[^>]*>', page)
         assert controls and all("data-labels=" in c for c in controls), f"{md.stem}: a slider figure in the old format"
         assert not re.search(r'<input class="ncsf-range"[^>]*data-labels', page), md.stem
+
+
+def h200_minutes() -> dict[str, float]:
+    """Each experiment's full wall time in minutes on the one H200 of benchmarks/README.md's table: predicted, or
+    made where it was not separable."""
+    text = (Path(__file__).resolve().parents[1] / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    table = text[text.index("**On one NVIDIA H200"):]
+    table = table[:table.index("\n\n", table.index("| figure"))]
+    minutes: dict[str, float] = {}
+    for row in table.splitlines():
+        names = re.findall(r"`(\w+)`", row.split("|")[1]) if row.startswith("| `") else []
+        if predicted := re.search(r"predicted ([\d.]+) min", row):
+            minutes[names[0]] = float(predicted.group(1))
+        elif made := re.search(r"made in (\d+) s and (\d+) s", row):
+            minutes.update({n: int(s) / 60 for n, s in zip(names, made.groups())})
+    return minutes
+
+
+def test_the_pages_say_how_long_the_gpu_scale_took_on_the_h200():
+    """The front page, the glossary, the instructors' page and docs/details.md say what the H200 measured of the gpu
+    scale (they had said "about 10 minutes each", which three experiments exceed by far)."""
+    minutes = h200_minutes()
+    over = sorted(m for m in minutes.values() if m > 10)
+    words = {3: "three", 8: "eight", 11: "eleven"}
+    timed, late, met = words[len(minutes)], words[len(over)], words[len(minutes) - len(over)]
+    span = f"predicted at {round(over[0])} minutes to {round(over[-1] / 60)} hours"
+    page = {p: " ".join((BOOK.parent / p).read_text(encoding="utf-8").split())
+            for p in ("book/index.md", "book/glossary.md", "book/instructors.md", "docs/details.md")}
+    assert f"{met} of the {timed} experiments timed met and {late} did not ({span}" in page["book/index.md"]
+    assert f"one H200: predicted at {round(minutes['jacot_mlp'])} minutes" in page["book/index.md"]
+    for p in ("book/glossary.md", "docs/details.md"):
+        assert f"{late} of the {timed} experiments timed are {span}" in page[p], p
+    assert "hours for the longest" in page["book/instructors.md"] and round(over[-1] / 60) >= 2
+    old = r"sized to (about )?10 minutes|for about ten minutes per experiment|MNIST-5k, about 10|GPU in about ten"
+    assert not any(re.search(old, text) for text in page.values())          # the old wording, gone
