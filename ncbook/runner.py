@@ -329,8 +329,10 @@ def check_stored(name: str, tag: str, root: Path | None = None) -> dict:
 
 
 def stored_tags(root: Path | None = None) -> list[tuple[str, str]]:
-    """(experiment, tag) of every stored result, in file order."""
-    return [(p.parent.name, p.stem) for p in sorted(cache.results_dir(root).glob("*/*.json"))]
+    """(experiment, tag) of every stored result, in file order; the runner's own folders (``.checkpoints``, whose
+    clocks are JSON too, and ``.locks``) hold none."""
+    return [(p.parent.name, p.stem) for p in sorted(cache.results_dir(root).glob("*/*.json"))
+            if not p.parent.name.startswith(".")]
 
 
 def verify(root: Path | None = None) -> list[tuple[str, str, str]]:

@@ -219,3 +219,16 @@ def test_the_machine_load_is_read_while_a_run_runs():
     summary = load.summary()
     assert summary["readings"] == len(load.samples) and summary["cpus"] == os.cpu_count()
     assert 0 <= summary["mean_1min"] <= summary["max_1min"]
+
+
+def test_a_stopped_runs_clock_is_not_a_stored_result(tmp_path, kill_at_step):
+    """``verify`` reads stored results, not the runner's own folders: a stopped run's clock (JSON, in
+    ``.checkpoints``) is neither listed nor failed."""
+    runner.execute(runner.Run.of("jacot_mlp", "tiny"), "cpu", progress=False, root=tmp_path)
+    stopped = runner.Run.of("jacot_mlp", "tiny", seeds=(1,))
+    restore = kill_at_step(ncbook.train, 40, "momentum_step")
+    with pytest.raises(KeyboardInterrupt):
+        runner.execute(stopped, "cpu", progress=False, root=tmp_path)
+    restore()
+    assert runner.clock_path(stopped.checkpoint(tmp_path)).is_file()
+    assert [(name, status) for name, _, status in runner.verify(tmp_path)] == [("jacot_mlp", "ok")]
