@@ -19,7 +19,7 @@ VENV ?= $(if $(filter python3,$(PYTHON)),.venv,.venv-$(notdir $(PYTHON)))
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: install chromium lab student assets book pdf test unit quick mutation notebooks variants pairing build-strict clean-html lint verify execute clean
+.PHONY: install chromium lab student assets book pdf test builds unit quick mutation notebooks variants pairing build-strict clean-html lint verify execute clean
 
 # JupyterLab settings of this environment: a chapter's .md opens as a notebook (jupytext), not in the text editor
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
@@ -62,8 +62,16 @@ pdf: book chromium
 	@echo "The book: _build/pdf/ncbook.pdf; the student edition: _build/pdf/ncbook-student.pdf"
 
 # the documented commands themselves: book (from scratch), student and pdf, before the tests that read what they made
-test: install assets chromium lint verify build-strict book pdf unit mutation pairing notebooks variants
+test: install assets chromium lint verify builds unit pairing notebooks variants
 	@echo "all checks passed"
+
+# book (from scratch), student and pdf, with the mutation check beside them: the builds and the printing use about
+# one core of two, and the mutation check needs none of what they make
+builds: install assets chromium
+	@mkdir -p _build
+	@$(PY) scripts/mutation_check.py > _build/mutation.log 2>&1 & m=$$!; \
+	$(MAKE) --no-print-directory build-strict pdf; b=$$?; wait $$m; r=$$?; \
+	echo "mutation check, beside the builds:"; cat _build/mutation.log; exit $$(( b || r ))
 
 # in `make test` the browser and print tests read the book, the PDFs and the handout that the commands above made
 test: BUILT := $(CURDIR)/_build
@@ -71,11 +79,12 @@ test: BUILT := $(CURDIR)/_build
 verify:
 	$(PY) -m ncbook verify
 
-# in two processes (pytest-xdist), each taking whole test files, so that a file's fixtures and folders are its own;
+# in two processes (pytest-xdist), each taking whole test files, so that a file's fixtures and folders are its own,
+# the longest files first (tests/conftest.py's LONGEST_FIRST) so that the two end together;
 # one thread each (two processes of two OpenMP threads each on two cores spun against each other: on 2026-12-06 they
 # ran 64% of the tests in 18 minutes; at one thread each, all of them took 16)
 unit:
-	NCBOOK_BUILT=$(BUILT) OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest tests -q --runslow -n 2 --dist loadfile
+	NCBOOK_BUILT=$(BUILT) OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest tests -q --runslow -n 2 --dist loadfile --no-loadscope-reorder
 
 quick:
 	$(PY) -m pytest tests -q
@@ -83,10 +92,12 @@ quick:
 NBVAL := $(PY) -m pytest --nbval book -q --nbval-sanitize-with scripts/nbval_sanitize.cfg
 
 # every chapter's outputs, twice at once: as configured, and with another BLAS setting (OPENBLAS_CORETYPE unset,
-# one thread), so that a printed digit that depends on the kernel or the thread count fails
+# one thread), so that a printed digit that depends on the kernel or the thread count fails. The run as configured
+# waits passively (OMP_WAIT_POLICY: an idle thread sleeps instead of spinning; the arithmetic is the same): its two
+# threads beside the other run's one on two cores spun against it (331 s against 177 s on 2026-12-06)
 notebooks:
 	@mkdir -p _build
-	@TQDM_DISABLE=1 $(NBVAL) > _build/nbval.log 2>&1 & a=$$!; \
+	@OMP_WAIT_POLICY=PASSIVE TQDM_DISABLE=1 $(NBVAL) > _build/nbval.log 2>&1 & a=$$!; \
 	env -u OPENBLAS_CORETYPE OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 TQDM_DISABLE=1 $(NBVAL) > _build/nbval-1thread.log 2>&1 & b=$$!; \
 	wait $$a; ra=$$?; wait $$b; rb=$$?; \
 	echo "nbval, as configured:"; cat _build/nbval.log; \

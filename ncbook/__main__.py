@@ -162,13 +162,13 @@ def cmd_list(args) -> int:
           "large-product rate plus each step's per-layer overhead (ncbook/cost.py); real runs take 1-6x longer. "
           "Claim rows: the rows of chapters 8 (Jacot) and 9 (Tirer)'s claims tables that this result gives a verdict "
           "(the cpu column, or the column of its scale)")
-    total_wall = sum(w for w, _ in shipped.values())
-    total_size = sum(b for _, b in shipped.values())
-    print(f"{len(shipped)} stored results: {total_wall / 60:.1f} min of recorded wall time, {total_size / 1e6:.2f} MB")
     root = cache.results_dir()
     if not root.is_dir():                          # as verify says it: no results folder is not "0 results"
         print(f"list: {root}: {anomalies()[0][1]}", file=sys.stderr)
         return 1
+    total_wall = sum(w for w, _ in shipped.values())
+    total_size = sum(b for _, b in shipped.values())
+    print(f"{len(shipped)} stored results: {total_wall / 60:.1f} min of recorded wall time, {total_size / 1e6:.2f} MB")
     left = sorted((cache.results_dir() / ".checkpoints").glob("*.pt"))
     if left:
         print(f"{len(left)} checkpoint file(s) of stopped runs in {left[0].parent} "

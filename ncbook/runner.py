@@ -329,10 +329,14 @@ def check_stored(name: str, tag: str, root: Path | None = None) -> dict:
 
 
 def stored_tags(root: Path | None = None) -> list[tuple[str, str]]:
-    """(experiment, tag) of every stored result, in file order; the runner's own folders (``.checkpoints``, whose
-    clocks are JSON too, and ``.locks``) hold none."""
+    """(experiment, tag) of every stored result, in file order; the runner's own folders (:data:`RUNNER_FOLDERS`:
+    a stopped run's clock is JSON too) hold none."""
     return [(p.parent.name, p.stem) for p in sorted(cache.results_dir(root).glob("*/*.json"))
-            if not p.parent.name.startswith(".")]
+            if p.parent.name not in RUNNER_FOLDERS]
+
+
+RUNNER_FOLDERS = (".checkpoints", ".locks")
+"""The runner's own folders in a results folder: stopped runs' checkpoints and clocks, and the runs' lock files."""
 
 
 def verify(root: Path | None = None) -> list[tuple[str, str, str]]:
@@ -357,17 +361,17 @@ def anomalies(root: Path | None = None) -> list[tuple[Path, str]]:
     if not root.is_dir():
         return [(root, "the results folder is missing: clone the repository again, or run the experiments")]
     out, listed = [], set()
-    for manifest in sorted(root.glob("*/*.json")):
+    tags = stored_tags(root)
+    for name, tag in tags:
         try:
-            files = cache.read_manifest(manifest.parent.name, manifest.stem, root)["files"]
-            listed |= {manifest.parent / f for f in files}
+            listed |= {root / name / f for f in cache.read_manifest(name, tag, root)["files"]}
         except cache.CacheError:
             pass                                    # verify's row for this result says what is wrong with it
-    if not listed and not any(root.glob("*/*.json")):
+    if not listed and not tags:
         out.append((root, "the results folder holds no results"))
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root)
-        if rel.parts[0] in (".checkpoints", ".locks") or path.name == "README.md" and not path.is_symlink():
+        if rel.parts[0] in RUNNER_FOLDERS or path.name == "README.md" and not path.is_symlink():
             continue
         if path.is_symlink():
             out.append((path, "a symbolic link: results are plain files inside the folder (remove it)"))

@@ -493,6 +493,26 @@ def test_the_results_readme_states_the_wide_mse_ablation_as_the_arrays_have_it()
 
 
 
+def test_chapter_9_states_the_wide_mse_ablations_regime_as_the_arrays_have_it():
+    """Chapter 9's summary of the 512-wide MSE ablation (Tirer et al.'s precondition and the row not reached), read
+    against the arrays: how many runs end at zero training error, and that no seed has the doubling row's three
+    settings there because doubling lambda_H leaves every seed short of it (the summary once said one seed had)."""
+    from pathlib import Path
+
+    from ncbook.reproduce import ABLATIONS
+    from ncbook.runner import get
+
+    err = get("tirer_wd_ablation", "cpu", **claims.TIRER_EXTRA[claims.WIDE][1])["train_error"][0][..., -1]
+    zero = err == 0                                                       # [seed, setting]
+    text = " ".join((Path(__file__).resolve().parents[1] / "book" / "ch09_tirer_experiments.md").read_text().split())
+    assert f"no 128-wide MSE run under `nn.MSELoss`, {zero.sum()} of {zero.size} of the 512-wide ones" in text
+    doubling = [ABLATIONS.index(s) for s in ("baseline", "WDx2 for W", "WDx2 for H")]
+    assert not zero[:, doubling].all(axis=1).any() and not zero[:, ABLATIONS.index("WDx2 for H")].any()
+    assert ("doubling row has no seed with all three of its settings at zero error: doubling $\\lambda_H$ leaves every "
+            "seed a few digits short of it") in text
+    assert (0 < err[:, ABLATIONS.index("WDx2 for H")] * 5000).all() and (err[:, ABLATIONS.index("WDx2 for H")] * 5000
+                                                                          <= 9).all()      # "a few digits"
+
 def test_the_front_page_and_the_results_index_state_each_figures_verdict_as_the_claims_data_has_it():
     """Issue 62, point 1: the verdict sentences a reader meets first are held to the claims tables. The front page's
     "Tirer et al.'s Figures 1 and 2 reproduce; every other figure and table of both papers reproduces in part" (Fig. 1
@@ -778,7 +798,11 @@ def test_a_figure_the_reproduction_did_not_reach_is_one_heading_at_a_glance():
     assert "<b>not reached</b>: its 1 claim never judged" in glance     # Table 1, MSE (128 wide)
     mixed = [c for c in rows if c.where == "Figs. 3, 5, 512 wide, MSE"]
     assert {c.verdict for c in mixed} == {claims.NOT_REACHED, "reproduced"}
-    assert glance.count("9 of 15 in the regime, but none") == 1       # its unreached row still shown
+    from ncbook.runner import get
+
+    wide = get("tirer_wd_ablation", "cpu", **claims.TIRER_EXTRA[claims.WIDE][1])["train_error"][..., -1]
+    in_regime = f"{int((wide == 0).sum())} of {wide.size} in the regime, but none"
+    assert glance.count(in_regime) == 1                               # its unreached row still shown
     assert full.count("<b>Figs. 3, 5, Table 1, MSE</b>") == 2
 
 

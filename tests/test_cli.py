@@ -259,10 +259,12 @@ def test_version_and_a_missing_results_folder_say_one_line(monkeypatch, capsys):
 
 def test_list_says_a_missing_results_folder_as_verify_does(results, capsys):
     """Issue 59: with NCBOOK_RESULTS at a folder that is not there, list said "0 stored results" (exit 0) where verify
-    says the folder is missing; now both say it, and both exit 1."""
+    says the folder is missing; now both say it, and both exit 1 (list still shows the experiments and their scales,
+    but no count of stored results)."""
     assert not results.exists()
     assert main(["list"]) == 1
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert "jacot_mlp" in out and "stored results" not in out
     assert err.splitlines() == [f"list: {results}: the results folder is missing: clone the repository again, or run "
                                 "the experiments"]
     assert main(["verify"]) == 1 and "the results folder is missing" in capsys.readouterr().out
