@@ -571,7 +571,7 @@ def test_each_claims_table_says_how_its_results_were_made():
         exp, tag = name.split("/", 1)
         p = json.loads((results / exp / f"{tag}.json").read_text())["provenance"]
         assert date == p["date"][:10] and commit == p["git_commit"][:7] and command == p["command"]
-        assert wall.split()[-1] in ("s", "min", "h")
+        assert wall == claims.wall_time(p) and wall.split(",")[0].split()[-1] in ("s", "min", "h")
         assert ("thread" in where) == (p["device"] == "cpu")
     page = claims.Provenance("Jacot")._repr_html_()
     assert page.count("<tr>") == len(claims.Provenance("Jacot").rows) + 1
