@@ -72,7 +72,9 @@ def check_features_labels(
     if not Z.dtype.is_floating_point:
         Z = Z.to(torch.float64)
     y = y.to(device=Z.device, dtype=torch.long)
-    if y.numel() and int(y.min()) < 0:
+    if not y.numel():
+        raise ValueError("no samples: features and labels are empty")
+    if int(y.min()) < 0:
         raise ValueError(f"labels must lie in 0..K-1, found {int(y.min())}")
     K = int(y.max()) + 1 if num_classes is None and y.numel() else (num_classes or 0)
     if K > max(y.numel(), 2):            # every class needs a sample: this bounds the memory of what follows

@@ -273,6 +273,16 @@ def test_bad_input_gives_clear_errors(Z, y, match):
         m.nc1_pinv(Z, y)
 
 
+def test_no_samples_is_named_as_such():
+    """Empty features and labels: the error says so (it said "need at least 2 classes, got 0"), on every route."""
+    Z, y = np.ones((0, 3)), np.zeros(0, dtype=int)
+    calls = [lambda: m.nc1_trace_ratio(Z, y), lambda: m.nc1_pinv(torch.from_numpy(Z), torch.from_numpy(y)),
+             lambda: m.class_stats(Z, y, num_classes=3), lambda: m.class_means(Z, y)]
+    for call in calls:
+        with pytest.raises(ValueError, match="^no samples: features and labels are empty$"):
+            call()
+
+
 def test_errors_for_labels_out_of_range_dimension_and_degenerate_means():
     Z, y, W = random_problem(0, K=4, d=3)
     with pytest.raises(ValueError, match="d >= 4"):
