@@ -84,7 +84,7 @@ verify:
 # one thread each (two processes of two OpenMP threads each on two cores spun against each other: on 2026-12-06 they
 # ran 64% of the tests in 18 minutes; at one thread each, all of them took 16)
 unit:
-	NCBOOK_BUILT=$(BUILT) OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest tests -q --runslow -n 2 --dist loadfile --no-loadscope-reorder
+	NCBOOK_BUILT=$(BUILT) OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest tests -q --runslow -n 2 --dist loadfile --longest-first --no-loadscope-reorder
 
 quick:
 	$(PY) -m pytest tests -q
