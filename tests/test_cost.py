@@ -103,7 +103,7 @@ def test_human_units():
 
 
 def test_backbone_flops_are_torchs_flop_counts():
-    """cost.backbone_flops counts on the meta device with hooks; torch's FlopCounterMode gives the same numbers."""
+    """cost.backbone_flops counts with hooks on one sample; torch's FlopCounterMode gives the same numbers."""
     from torch.utils.flop_counter import FlopCounterMode
 
     from ncbook.nets import resnet_backbone
