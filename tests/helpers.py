@@ -48,3 +48,18 @@ def execute_notebook(python, path, cwd, env: dict) -> tuple[int, str]:
     run = subprocess.run([str(python), "-c", script, str(path), str(cwd)], cwd=cwd, env=env, capture_output=True,
                          text=True, timeout=900)
     return run.returncode, run.stderr[-3000:]
+
+
+def scale_cases(cut, leave_out=()) -> list:
+    """(experiment, scale) of every gpu and paper configuration, once each as ``cut(name, scale)`` overrides it: a
+    paper scale that cuts to the gpu scale's configuration runs once, its id naming both ("name-gpu+paper")."""
+    import pytest
+
+    from ncbook.registry import EXPERIMENTS
+
+    seen: dict[tuple[str, str], list[str]] = {}
+    for name, exp in EXPERIMENTS.items():
+        for scale in ("gpu", "paper"):
+            if scale in exp.scales and name not in leave_out:
+                seen.setdefault((name, repr(exp.config(scale, **cut(name, scale)))), []).append(scale)
+    return [pytest.param(name, scales[0], id=f"{name}-{'+'.join(scales)}") for (name, _), scales in seen.items()]

@@ -10,6 +10,8 @@ import pytest
 
 from ncbook.registry import EXPERIMENTS
 
+from helpers import scale_cases
+
 STEPS = 50
 """Optimiser steps of a full-batch or minibatch run cut short."""
 STAND_IN = {"mnist": "mnist5k", "fashion-mnist": "mnist5k", "cifar10": "mnist5k"}
@@ -60,18 +62,6 @@ SUMMED = {"jacot_phases", "edge_of_stability", "trained_ntk"}
 therefore stays as configured."""
 
 
-def cases() -> list:
-    """(experiment, scale) of every gpu and paper configuration, once each cut to its first steps (on stand-in data
-    the paper scale's first steps are often the gpu scale's: the id names both)."""
-    seen: dict[tuple[str, str], list[str]] = {}
-    for name, exp in EXPERIMENTS.items():
-        for scale in ("gpu", "paper"):
-            if scale in exp.scales:
-                seen.setdefault((name, cut_repr(name, scale)), []).append(scale)
-    return [pytest.param(name, scales[0], id=f"{name}-{'+'.join(scales)}")
-            for (name, _), scales in seen.items() if name not in ONE_SETTING]
-
-
 def cut_repr(name: str, scale: str) -> str:
     return repr(EXPERIMENTS[name].config(scale, **first_steps(name, scale)))
 
@@ -82,7 +72,7 @@ CPU time of ten (290 s on 2 cores) being what CI cannot spare."""
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, scale", cases())
+@pytest.mark.parametrize("name, scale", scale_cases(first_steps, ONE_SETTING))
 def test_first_steps_do_not_diverge(name, scale):
     exp = EXPERIMENTS[name]
     cfg = exp.config(scale, **first_steps(name, scale))

@@ -11,6 +11,8 @@ import pytest
 from ncbook import runner
 from ncbook.registry import EXPERIMENTS
 
+from helpers import scale_cases
+
 PER_CLASS = 4          # fake samples of each class in each split
 
 
@@ -57,25 +59,15 @@ def short(name: str, scale: str) -> dict:
             out[grid] = getattr(cfg, grid)[:1]
     if "depths" in names:                                             # ... and the deepest network
         out["depths"] = (max(cfg.depths),)
-    if "checkpoints" in names:        # a run as long as its last checkpoint: its first two (20,000 steps were 32 s)
+    if "checkpoints" in names:        # a run as long as its last checkpoint (20,000 GD steps): its first two
         out["checkpoints"] = cfg.checkpoints[:2]
     if "per_class" in names:          # the fake files hold PER_CLASS per class; digits and MNIST-5k are cut too
         out["per_class"] = 2
     return out
 
 
-def cases() -> list:
-    """(experiment, scale) of every gpu and paper configuration, once each cut short (a paper scale cut to the gpu
-    scale's configuration runs once: the id names both)."""
-    seen: dict[tuple[str, str], list[str]] = {}
-    for name, exp in EXPERIMENTS.items():
-        for scale in ("gpu", "paper"):
-            seen.setdefault((name, repr(exp.config(scale, **short(name, scale)))), []).append(scale)
-    return [pytest.param(name, scales[0], id=f"{name}-{'+'.join(scales)}") for (name, _), scales in seen.items()]
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("name, scale", cases())
+@pytest.mark.parametrize("name, scale", scale_cases(short))
 def test_configuration_runs_end_to_end(name, scale, fake_root):
     exp = EXPERIMENTS[name]
     runtime = {"data_root": str(fake_root)} if "data_root" in {f.name for f in fields(exp.config(scale))} else {}
