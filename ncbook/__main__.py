@@ -441,7 +441,8 @@ def main(argv: list[str] | None = None) -> int:
     im.add_argument("--replace", action="store_true", help="take an imported result where a different current "
                     "result of the same tag is here")
     rl = sub.add_parser("relay", help="one GPU session of a relay across fresh machines: start from --state (the last "
-                        "session's --out), run what fits in --budget-min, write the next state to --out")
+                        "session's --out), run what fits in --budget-min (a longer run cut into pieces that fit), "
+                        "write the next state to --out")
     rl.add_argument("--state", type=Path, default=None, help="the folder the last session wrote (carried in)")
     rl.add_argument("--out", type=Path, required=True, help="where this session writes the next state ($OUT)")
     rl.add_argument("--scale", default="gpu", choices=list(SCALES))

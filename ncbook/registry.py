@@ -145,6 +145,9 @@ class Experiment:
     run: Callable[..., dict[str, np.ndarray]]
     scales: dict[str, typing.Any]
     notes: dict[str, str] = field(default_factory=dict)
+    splits: dict[str, int] = field(default_factory=dict)
+    """The settings whose values are computed independently (each its own models, seeds and minibatches), each with
+    the axis it indexes in the result's arrays: a run can be cut along them into pieces (:mod:`ncbook.pieces`)."""
 
     def config_type(self, scale: str) -> type:
         """The configuration class of a scale (its fields are the settings ``--set`` accepts)."""
@@ -239,6 +242,7 @@ EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
         name="jacot_mlp",
         description="MLP with a deep linear head, square loss + weight decay, lr drop at 80% (Jacot et al. Fig. 4)",
         run=run_mlp_collapse,
+        splits={"weight_decays": 1},
         scales={
             "tiny": MLPCollapse(dataset="digits", per_class=20, widths=(64, 32, 32, 32, 16, 16, 10), num_nonlinear=3,
                                 weight_decays=(1e-3, 1e-2), seeds=(0, 1), steps=60, lr=0.05, momentum=0.0,
@@ -269,6 +273,7 @@ EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
         name="linear_head",
         description="chapter 1's MLP with a linear head of 1-4 layers, for 4 weight decays (the λ x depth figure)",
         run=run_head_depth,
+        splits={"depths": 0, "weight_decays": 1},
         scales={
             "tiny": HeadDepth(depths=(1, 2), weight_decays=(0.0, 1e-2), dataset="digits", per_class=10,
                               relu_widths=(16,), head_width=8, steps=20, record_every=10),
@@ -287,6 +292,7 @@ EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
         name="jacot_bounds",
         description="MLPs with linear heads of 2-5 layers, 3 weight decays, measured against Jacot et al. Thm 3.1",
         run=run_head_bounds,
+        splits={"depths": 0, "weight_decays": 1},
         scales={
             "tiny": HeadBounds(depths=(2, 3), weight_decays=(1e-3, 1e-2), dataset="digits", per_class=10,
                                relu_widths=(16,), head_width=12, steps=30, record_every=10),
@@ -307,6 +313,7 @@ EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
         name="jacot_phases",
         description="GD with weight decay on a pyramidal smoothed-leaky-ReLU MLP: loss and balancedness (Thm 4.4)",
         run=run_gd_phases,
+        splits={"lrs": 0, "weight_decays": 1},
         scales={
             "tiny": GDPhases(widths=(64, 40, 16, 12, 10), per_class=4, lrs=(0.01,), weight_decays=(0.05,), steps=40,
                              every=10),
@@ -326,6 +333,7 @@ EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
         name="edge_of_stability",
         description="full-batch GD at three learning rates; top Hessian eigenvalue vs 2/lr (Sec. 5.2)",
         run=run_edge_of_stability,
+        splits={"lrs": 0},
         scales=_EOS_SCALES,
         notes={'gpu': "The paper scale's networks and length (20,000 steps) on all 1,797 digits. " + _EOS_STABLE,
                "paper": "Jacot et al. discuss but do not run this; a larger version for a GPU. " + _EOS_STABLE},
@@ -334,6 +342,7 @@ EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
         name="trained_ntk",
         description="edge_of_stability's networks: NTK norm, sharpness and head conditioning at the end (Prop 5.3)",
         run=run_trained_ntk,
+        splits={"lrs": 0},
         scales=_EOS_SCALES,
         notes={'gpu': "The paper scale's networks and length on all 1,797 digits. " + _EOS_STABLE,
                "paper": "the larger edge_of_stability networks; the NTK norm is matrix-free (Lanczos on J J^T). "
@@ -344,6 +353,7 @@ EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
         name="jacot_head_depth",
         description="MLP, 5 ReLU layers + a linear head of 1-5 layers, 2 weight decays (Jacot et al. Fig. 2 left)",
         run=run_head_depth_sweep,
+        splits={"depths": 0, "weight_decays": 2},
         scales={
             "tiny": HeadDepthSweep(dataset="digits", per_class=10, num_nonlinear=2, depths=(1, 2), width=16,
                                    seeds=(0,), steps=20, record_every=10),
@@ -368,6 +378,7 @@ EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
         name="jacot_resnet_head",
         description="ResNet + 1 ReLU layer + 1-6 linear layers, 2 weight decays (Jacot et al. Fig. 2 right, Fig. 5)",
         run=run_resnet_head_depth,
+        splits={"depths": 0, "seeds": 1, "weight_decays": 2},
         scales={
             "tiny": ResNetHeadDepth(per_class=4, resnet_width=4, head_width=12, depths=(1, 2), weight_decays=(1e-3,),
                                     epochs=2, batch_size=20, record_every_epochs=1),
@@ -396,6 +407,7 @@ EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
         name="jacot_resnet_fig1",
         description="ResNet + 3 ReLU layers + 3 linear layers, weight decay 0.001 (Jacot et al. Fig. 1)",
         run=run_resnet_head_depth,
+        splits={"depths": 0, "seeds": 1, "weight_decays": 2},
         scales={
             "tiny": ResNetHeadDepth(per_class=4, resnet_width=4, head_width=12, num_nonlinear=3, depths=(3,),
                                     weight_decays=(1e-3,), epochs=2, batch_size=20, record_every_epochs=1),
@@ -432,6 +444,7 @@ EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
         name="jacot_nonlinear_depth",
         description="MLPs with 4-12 ReLU layers: balancedness and negativity of the non-linear layers (Jacot Fig. 3)",
         run=run_nonlinear_depth_sweep,
+        splits={"depths": 0, "lrs": 1},
         scales={
             "tiny": NonlinearDepthSweep(dataset="digits", per_class=10, depths=(3, 4), num_linear=1, width=16,
                                         seeds=(0,), lrs=(0.01,), steps=20, record_every=10),
@@ -457,6 +470,7 @@ EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
         name="tirer_layerwise",
         description="MLP grown and trained one hidden layer at a time: NC1 of the deepest features (Tirer Fig. 2)",
         run=run_layerwise,
+        splits={"seeds": 0},
         scales={
             "tiny": LayerwiseTraining(dataset="digits", per_class=10, width=16, num_layers=3, epochs=1, batch_size=32,
                                       seeds=(0,)),
@@ -473,6 +487,7 @@ EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
         name="tirer_wd_ablation",
         description="weight decay doubled/zeroed on the last layer vs the feature layers, MSE and CE (Tirer Fig. 3)",
         run=run_weight_decay_ablation,
+        splits={"losses": 0, "seeds": 1},
         scales={
             "tiny": WeightDecayAblation(dataset="digits", per_class=10, hidden=(16, 16), seeds=(0,), epochs=2,
                                         batch_size=32, record_every_epochs=1),
@@ -499,6 +514,7 @@ EXPERIMENTS: dict[str, Experiment] = {exp.name: exp for exp in (
         name="tirer_blur",
         description="digits 4 and 9 blurred, last-layer weight decay 5e-4, 5e-5, 0: per-class NC1 (Tirer Fig. 6)",
         run=run_blurred_classes,
+        splits={"seeds": 1},
         scales={
             "tiny": BlurredClasses(dataset="digits", per_class=10, hidden=(16, 16), blur=3, seeds=(0,), epochs=2,
                                    batch_size=32, record_every_epochs=1),

@@ -20,9 +20,14 @@ the next state to ``--out``, five files at most (:data:`FILES`), each within :da
 - ``log.txt``: what the session printed.
 
 The plan runs a carried checkpoint first, then the rest cheapest first by the best estimate there is (a full wall
-time measured on this device kind, then the benchmark's prediction, then :mod:`ncbook.cost`'s), and never starts a
-run that cannot finish in the time left unless its checkpoint can be carried. A run that fails with captured steps
-(``NCBOOK_CAPTURE=1``: a compile failure) is run again with the eager step, and its manifest says which it used.
+time measured on this device kind, then the benchmark's prediction, then :mod:`ncbook.cost`'s). A run longer than a
+session that can be cut (:mod:`ncbook.pieces`: per seed, per setting) is cut, along one setting after another, until
+every piece fits a session, each piece's estimate its share of the whole's by the cost model; the cut is recorded
+in the ledger and kept by every later session, and the whole is assembled from its pieces once they are all made
+(until then the pieces travel as results). A run that fits a session but not the time left waits for the next; one
+longer than any session that cannot be cut runs on, its checkpoint carried, unless its checkpoint is known too large
+to carry. A run that fails with captured steps (``NCBOOK_CAPTURE=1``: a compile failure) is run again with the eager
+step, and its manifest says which it used.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ import torch
 
 from . import cache, cost
 from .batch import run_one
+from .pieces import assemble_tree, pieces, settings_to_cut
 from .registry import EXPERIMENTS
 from .runner import Run, _cli_value, cached_current, clock_path
 from .train import CAPTURE_ENV, capture_requested
@@ -100,8 +106,8 @@ def read_ledger(state: Path | None) -> dict:
     """The carried ledger, or a fresh one."""
     path = None if state is None else Path(state) / LEDGER
     if path is not None and path.is_file():
-        return json.loads(path.read_text())
-    return {"sessions": [], "full_s": {}, "spent_s": {}, "uncarried": {}}
+        return {"cuts": {}} | json.loads(path.read_text())
+    return {"sessions": [], "full_s": {}, "spent_s": {}, "uncarried": {}, "cuts": {}}
 
 
 def restore(state: Path | None, root: Path | None = None, say=print) -> None:
@@ -126,31 +132,71 @@ def restore(state: Path | None, root: Path | None = None, say=print) -> None:
         say(f"carried checkpoints: {len(members)} file(s)")
 
 
-def estimate(unit: Unit, ledger: dict, bench: dict, kind: str, device: str) -> tuple[float, str]:
+def estimate(unit: Unit, ledger: dict, bench: dict, kind: str, device: str,
+             share: tuple[float, str] | None = None) -> tuple[float, str]:
     """Seconds the unit still needs on this device kind, and whence: a full wall time measured here, less what was
-    spent on it; else the benchmark's prediction (for the experiment at its scale's defaults); else the cost
-    model's."""
+    spent on it; else ``share`` (a piece's share of its whole's estimate, :func:`cut`); else the benchmark's
+    prediction (for the experiment at its scale's defaults); else the cost model's; at least as long as it once ran
+    unfinished where its checkpoint was then lost."""
     run = unit.run
-    spent = ledger["spent_s"].get(run.key, 0.0)
     full = ledger["full_s"].get(kind, {}).get(f"{unit.name}/{run.tag}")
     if full is not None:
-        return max(full - spent, 0.0), "measured"
+        return max(full - ledger["spent_s"].get(run.key, 0.0), 0.0), "measured"
+    if share is not None:
+        return _left(ledger, run.key, share[0]), share[1]
     if not unit.overrides and (bench.get("gpu") or "cpu") == kind:          # the benchmark of this device kind
         for row in bench.get("experiments", []):
             if row.get("name") == unit.name:
-                return max(float(row["predicted_s"]) - spent, 0.0), "benchmark"
-    return max(cost.seconds(cost.estimate(run.config), device) - spent, 0.0), "cost model"
+                return _left(ledger, run.key, float(row["predicted_s"])), "benchmark"
+    return _left(ledger, run.key, _seconds(run, device)), "cost model"
 
 
-def plan(units: list[Unit], ledger: dict, bench: dict, kind: str, device: str,
-         root: Path | None = None) -> list[tuple[Unit, float, str, bool]]:
-    """The units not current yet, each with its estimate, whence, and whether a checkpoint resumes it: the resumed
-    first, then cheapest first."""
+def _left(ledger: dict, key: str, total: float) -> float:
+    """An estimated total less what was spent on the run, but no less than it once ran unfinished before its
+    checkpoint was lost."""
+    return max(total - ledger["spent_s"].get(key, 0.0), ledger.get("lost_s", {}).get(key, 0.0), 0.0)
+
+
+def unit_of(run: Run) -> Unit:
+    return Unit(run.name, run.scale, run.overrides)
+
+
+def _seconds(run: Run, device: str) -> float:
+    return cost.seconds(cost.estimate(run.config), device)
+
+
+def cut(unit: Unit, est: float, whence: str, ledger: dict, kind: str, device: str, session_s: float,
+        root: Path | None = None) -> list[tuple[Unit, float, str]]:
+    """The unit, or its pieces where it was cut or is to be cut (longer than ``session_s``, no checkpoint of its own to
+    resume, a setting to cut along: :func:`ncbook.pieces.settings_to_cut`), each with its estimate: measured, or its
+    share of the unit's by the cost model. A new cut is recorded in ``ledger["cuts"]``."""
+    run = unit.run
+    setting = ledger["cuts"].get(run.key)
+    if setting is None and est > session_s and cached_current(run, root) is None and not checkpoints_of(run, root):
+        setting = next(iter(settings_to_cut(run)), None)
+        if setting is not None:
+            ledger["cuts"][run.key] = setting
+    if setting is None:
+        return [(unit, est, whence)]
+    whole, out = _seconds(run, device), []
+    for p in pieces(run, setting):
+        share = (est * _seconds(p, device) / whole, whence.removesuffix(", its share") + ", its share")
+        out += cut(unit_of(p), *estimate(unit_of(p), ledger, {}, kind, device, share), ledger, kind, device,
+                   session_s, root)
+    return out
+
+
+def plan(units: list[Unit], ledger: dict, bench: dict, kind: str, device: str, root: Path | None = None,
+         session_s: float = float("inf")) -> list[tuple[Unit, float, str, bool]]:
+    """The units not current yet, cut where they are longer than ``session_s`` (:func:`cut`), each with its
+    estimate, whence, and whether a checkpoint resumes it: the resumed first, then cheapest first."""
     out = []
     for u in units:
         if cached_current(u.run, root) is None:
-            est, whence = estimate(u, ledger, bench, kind, device)
-            out.append((u, est, whence, bool(checkpoints_of(u.run, root))))
+            for leaf, est, whence in cut(u, *estimate(u, ledger, bench, kind, device), ledger, kind, device,
+                                         session_s, root):
+                if cached_current(leaf.run, root) is None:
+                    out.append((leaf, est, whence, bool(checkpoints_of(leaf.run, root))))
     return sorted(out, key=lambda p: (not p[3], p[1], p[0].name))
 
 
@@ -196,11 +242,12 @@ def session(units: list[Unit], state: Path | None, out: Path, device: str, budge
 
     ledger = read_ledger(state)
     restore(state, root, say)
+    _assemble(units, ledger, root, say)
     kind = device_kind(device)
     bench = bench or {}
     deadline = time.monotonic() + budget_s
     entry: dict[str, Any] = {"device": kind, "budget_s": budget_s, "runs": []}
-    for unit, est, whence, resumed in plan(units, ledger, bench, kind, device, root):
+    for unit, est, whence, resumed in plan(units, ledger, bench, kind, device, root, budget_s):
         run, left = unit.run, deadline - time.monotonic()
         row = {"result": f"{unit.name}/{run.tag}", "key": run.key, "estimate_s": round(est, 1), "whence": whence,
                "start_step": checkpoint_step(run, root)}
@@ -209,6 +256,8 @@ def session(units: list[Unit], state: Path | None, out: Path, device: str, budge
         elif est > left and run.key in ledger["uncarried"]:
             row["status"] = (f"not started: needs {est:.0f} s, {left:.0f} s left, and its checkpoint "
                              f"({ledger['uncarried'][run.key]} bytes) cannot be carried")
+        elif left < est <= budget_s and not resumed:
+            row["status"] = f"not started: needs {est:.0f} s, {left:.0f} s left; it fits the next session"
         else:
             say(f"{'resuming' if resumed else 'starting'} {unit.name} ({run.tag}): about {est:.0f} s ({whence}), "
                 f"{left:.0f} s left")
@@ -228,6 +277,7 @@ def session(units: list[Unit], state: Path | None, out: Path, device: str, budge
         row["end_step"] = checkpoint_step(run, root)
         entry["runs"].append(row)
         say(f"{row['result']}: {row['status']}")
+    _assemble(units, ledger, root, say)
     _pack(units, ledger, out, root, say)
     ledger["sessions"].append(entry)
     cache.atomic_write(out / LEDGER, lambda tmp: tmp.write_text(json.dumps(ledger, indent=1)))
@@ -239,9 +289,26 @@ def session(units: list[Unit], state: Path | None, out: Path, device: str, budge
     return entry
 
 
+def _assemble(units: list[Unit], ledger: dict, root: Path | None, say) -> None:
+    """Every cut unit whose pieces are all made, assembled (:func:`ncbook.pieces.assemble_tree`)."""
+    for u in units:
+        run = u.run
+        if run.key in ledger["cuts"] and cached_current(run, root) is None and assemble_tree(run, ledger["cuts"], root):
+            say(f"{u.name} ({run.tag}): assembled from its pieces along {ledger['cuts'][run.key]}")
+
+
+def nodes(unit: Unit, cuts: dict, root: Path | None = None) -> list[Unit]:
+    """What stands for the unit now: itself if it is current or was not cut, else its pieces' (recursively)."""
+    run = unit.run
+    if run.key not in cuts or cached_current(run, root) is not None:
+        return [unit]
+    return [n for p in pieces(run, cuts[run.key]) for n in nodes(unit_of(p), cuts, root)]
+
+
 def _pack(units: list[Unit], ledger: dict, out: Path, root: Path | None, say) -> None:
-    """The current results and the stopped runs' checkpoints (on the CPU) into ``out``, each within
-    :data:`MAX_FILE`."""
+    """The current results (a cut unit's made pieces until it is assembled) and the stopped runs' checkpoints (on
+    the CPU) into ``out``, each within :data:`MAX_FILE`."""
+    units = [n for u in units for n in nodes(u, ledger["cuts"], root)]
     results = []
     for u in units:
         run = u.run
@@ -265,6 +332,8 @@ def _pack(units: list[Unit], ledger: dict, out: Path, root: Path | None, say) ->
             size = sum(f.stat().st_size for f in cpu)
             if size > MAX_FILE:
                 ledger["uncarried"][run.key] = size
+                lost = ledger.setdefault("lost_s", {})                  # its time so far was spent for nothing,
+                lost[run.key] = max(lost.get(run.key, 0.0), ledger["spent_s"].pop(run.key, 0.0))  # and it needs more
                 say(f"{u.name} ({run.tag}): its checkpoint ({size} bytes) is too large to carry; this session's work "
                     "on it is lost, and it is not started again where it cannot finish")
                 continue

@@ -15,7 +15,7 @@ FLOORS = [
     {"experiments", "reproduce"},                             # the code that produces results
     {"registry", "cost"},                                     # configuration as data, its cost
     {"runner", "scaling"},                                    # results run and loaded; what governs them
-    {"compare", "transfer", "batch"},                         # results read against the papers, brought in, batched
+    {"compare", "transfer", "batch", "pieces"},               # results read, brought in, batched, cut in pieces
     {"claims", "relay"},                                      # the claims and the verdict rule; the GPU relay
     {"exercises"},                                            # the exercises' answers, recomputed to check them
     {"plotting"},

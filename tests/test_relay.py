@@ -10,12 +10,16 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tarfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ncbook import relay
-from ncbook.runner import Run, check_stored
+from ncbook.pieces import pieces
+from ncbook.registry import EXPERIMENTS
+from ncbook.runner import Run, check_stored, execute, get
 from ncbook.transfer import import_results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -179,3 +183,56 @@ def test_a_run_that_fails_captured_is_run_again_eager(tmp_path, monkeypatch):
     calls.clear()
     entry = relay.session([unit], None, tmp_path / "out2", "cpu", 60.0, tmp_path / "results")
     assert calls == [None] and entry["runs"][0]["status"].startswith("failed")
+
+
+def test_a_run_longer_than_a_session_is_cut_into_pieces_that_travel_until_the_whole_is_assembled(tmp_path,
+                                                                                                   monkeypatch):
+    """A run the benchmark puts at 400 s, in sessions of 50 s, with no checkpoint of its own: cut along depths and
+    each depth along weight decays (every piece then fits a session), the cut kept in the ledger. The first session
+    makes the two pieces measured at 1 s, and leaves the two measured at 49.99 s, which no longer fit the time left,
+    for the next session; its results carry the two made pieces. The second, on a fresh results folder with nothing
+    but that state, makes the other two, assembles the whole from all four and carries it alone: no piece is made
+    twice, and the whole imports, verifies and equals the run made whole. (The runs are made in this process: the
+    subprocesses and the budget's interrupt are the multi-session test's.)"""
+    def in_process(run, device, left, root, python, cmd, env=None):
+        execute(run, device, False, root)
+        return "made"
+    monkeypatch.setattr(relay, "run_one", in_process)
+    unit = relay.Unit("jacot_head_depth", "tiny", {})
+    run = unit.run
+    leaves = [relay.unit_of(q) for p in pieces(run, "depths") for q in pieces(p, "weight_decays")]
+    kind = relay.device_kind("cpu")
+    state0 = tmp_path / "state0"
+    state0.mkdir()
+    measured = {f"{u.name}/{u.run.tag}": s for u, s in zip(leaves, (1.0, 49.99, 1.0, 49.99))}
+    (state0 / relay.LEDGER).write_text(json.dumps(relay.read_ledger(None) | {"full_s": {kind: measured}}))
+    bench = {"gpu": None, "experiments": [{"name": "jacot_head_depth", "predicted_s": 400.0}]}
+    first = relay.session([unit], state0, tmp_path / "out1", "cpu", 50.0, tmp_path / "machine1", bench=bench)
+    ledger = json.loads((tmp_path / "out1" / relay.LEDGER).read_text())
+    assert ledger["cuts"] == {run.key: "depths"} | {p.key: "weight_decays" for p in pieces(run, "depths")}
+    status = {r["result"]: r["status"] for r in first["runs"]}
+    assert sorted(status) == sorted(measured)
+    quick, slow = list(measured)[::2], list(measured)[1::2]
+    assert [status[k] for k in quick] == ["made"] * 2, status              # planning alone takes more than 0.01 s
+    assert all(status[k].startswith("not started") and status[k].endswith("it fits the next session") for k in slow)
+    with tarfile.open(tmp_path / "out1" / relay.RESULTS) as tar:
+        carried = {Path(m.name).name for m in tar.getmembers() if m.name.endswith(".json")}
+    assert carried == {f"{u.run.tag}.json" for u in leaves[::2]}
+    second = relay.session([unit], tmp_path / "out1", tmp_path / "out2", "cpu", 300.0, tmp_path / "machine2",
+                           bench=bench)
+    again = [r["result"] for r in second["runs"] if r.get("status") == "made"]
+    assert sorted(again) == sorted(slow)                                              # no piece made twice
+    log = (tmp_path / "out2" / relay.LOG).read_text()
+    assert "assembled from its pieces along depths" in log and "1 of 1 results current" in log
+    with tarfile.open(tmp_path / "out2" / relay.RESULTS) as tar:
+        assert {Path(m.name).name for m in tar.getmembers() if m.name.endswith(".json")} == {f"{run.tag}.json"}
+    home = tmp_path / "home"
+    outcomes, _ = import_results(tmp_path / "out2" / relay.RESULTS, home)
+    assert [o.status for o in outcomes] == ["imported"]
+    check_stored(run.name, run.tag, home)
+    whole = EXPERIMENTS[run.name].run(run.config, progress=False)
+    stored = get(run.name, "tiny", home)
+    assert sorted(stored) == sorted(whole)
+    for k in whole:
+        np.testing.assert_allclose(stored[k], whole[k], rtol=1e-12) if whole[k].dtype.kind == "f" else \
+            np.testing.assert_array_equal(stored[k], whole[k])
