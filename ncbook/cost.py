@@ -211,6 +211,61 @@ ESTIMATORS: dict[type, Callable[[Any], Cost]] = {
 }
 
 
+def mlp_weights(widths) -> int:
+    """The weights of a bias-free MLP of these widths: sum_l d_l d_(l-1)."""
+    return sum(a * b for a, b in zip(widths[:-1], widths[1:]))
+
+
+@functools.cache
+def backbone_values(depth: int, width: int, channels: int) -> int:
+    """The parameters and batch-norm statistics of :func:`ncbook.nets.resnet_backbone` (built on the meta device)."""
+    with torch.device("meta"):
+        net, _ = resnet_backbone(depth, channels, width)
+    return sum(t.numel() for t in (*net.parameters(), *net.buffers()))
+
+
+def _resnet_heads(c: ResNetHeadDepth) -> list[int]:
+    bb = backbone_values(c.resnet_depth, c.resnet_width, DATASETS[c.dataset][1][0])
+    return [bb + mlp_weights((4 * c.resnet_width, *(c.head_width,) * (c.num_nonlinear + d - 1), 10))
+            for d in c.depths for _ in range(len(c.seeds) * len(c.weight_decays))]
+
+
+def _tirer_models(c: WeightDecayAblation | BlurredClasses, settings: int) -> list[int]:
+    shape = DATASETS[c.dataset][1]
+    one = backbone_values(18, 64, shape[0]) + 512 * 10 if c.arch == "resnet18" else mlp_weights(
+        (math.prod(shape), *c.hidden, 10))
+    return [one] * (settings * len(c.seeds))
+
+
+MODELS: dict[type, Callable[[Any], list[int]]] = {
+    CollapsePicture: lambda c: [mlp_weights((784, *c.hidden, 3))],
+    MLPCollapse: lambda c: [mlp_weights((input_dim(c.dataset), *c.widths[1:]))] * (len(c.seeds) * len(
+        c.weight_decays)),
+    HeadDepth: lambda c: [mlp_weights((input_dim(c.dataset), *c.relu_widths, *(c.head_width,) * (d - 1), 10))
+                          for d in c.depths for _ in c.weight_decays],
+    GDPhases: lambda c: [mlp_weights(c.widths)] * (len(c.lrs) * len(c.weight_decays)),
+    EdgeOfStability: lambda c: [mlp_weights(c.widths)] * len(c.lrs),
+    HeadDepthSweep: lambda c: [mlp_weights((input_dim(c.dataset), *(c.width,) * (c.num_nonlinear + d - 1), 10))
+                               for d in c.depths for _ in range(len(c.seeds) * len(c.weight_decays))],
+    NonlinearDepthSweep: lambda c: [mlp_weights((input_dim(c.dataset), *(c.width,) * (d + c.num_linear - 1), 10))
+                                    for d in c.depths for _ in range(len(c.lrs) * len(c.seeds))],
+    ResNetHeadDepth: _resnet_heads,
+    LayerwiseTraining: lambda c: [],                 # it saves no checkpoint: a stopped run starts again
+    WeightDecayAblation: lambda c: _tirer_models(c, 5 * len(c.losses)),
+    BlurredClasses: lambda c: _tirer_models(c, 1 + len(c.weight_decays_last)),
+}
+MODELS[HeadBounds] = MODELS[HeadDepth]
+
+
+def checkpoint_bytes(cfg: Any) -> int:
+    """The bytes of a stopped run's checkpoints when every model of it has one (a finished part keeps its checkpoint
+    until the result is stored): each model's weights (and a ResNet's batch-norm statistics), twice with a momentum
+    buffer, in the run's float type; histories and biases left out."""
+    values = sum(MODELS[type(cfg)](cfg))
+    float_bytes = 8 if getattr(cfg, "dtype", "float32") == "float64" or isinstance(cfg, GDPhases) else 4
+    return values * float_bytes * (2 if getattr(cfg, "momentum", 0.0) else 1)
+
+
 def estimate(cfg: Any) -> Cost:
     """The FLOPs of running one configuration (:data:`ESTIMATORS` by its type)."""
     if type(cfg) not in ESTIMATORS:

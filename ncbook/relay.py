@@ -25,14 +25,16 @@ session that can be cut (:mod:`ncbook.pieces`: per seed, per setting) is cut, al
 every piece fits a session, each piece's estimate its share of the whole's by the cost model; the cut is recorded
 in the ledger and kept by every later session, and the whole is assembled from its pieces once they are all made
 (until then the pieces travel as results). A run that fits a session but not the time left waits for the next; one
-longer than any session that cannot be cut runs on, its checkpoint carried, unless its checkpoint is known too large
-to carry. A run that fails with captured steps (``NCBOOK_CAPTURE=1``: a compile failure) is run again with the eager
-step, and its manifest says which it used.
+longer than any session that cannot be cut runs on, its checkpoint carried, unless its checkpoint is too large to
+carry (by its parameters, :func:`ncbook.cost.checkpoint_bytes`, or as measured when one was not carried): then it
+waits for a session long enough to finish it. A run that fails with captured steps (``NCBOOK_CAPTURE=1``: a
+compile failure) is run again with the eager step, and its manifest says which it used.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import tarfile
@@ -258,6 +260,10 @@ def session(units: list[Unit], state: Path | None, out: Path, device: str, budge
                              f"({ledger['uncarried'][run.key]} bytes) cannot be carried")
         elif left < est <= budget_s and not resumed:
             row["status"] = f"not started: needs {est:.0f} s, {left:.0f} s left; it fits the next session"
+        elif est > left and not resumed and (size := cost.checkpoint_bytes(run.config)) > MAX_FILE:
+            row["status"] = (f"not started: needs {est:.0f} s, more than this session's {budget_s:.0f} s, it cannot be "
+                             f"cut further, and its checkpoints (about {size / 2**20:.0f} MiB by its parameters) "
+                             f"cannot be carried: it needs a session of its own of {math.ceil(est / 60)} minutes")
         else:
             say(f"{'resuming' if resumed else 'starting'} {unit.name} ({run.tag}): about {est:.0f} s ({whence}), "
                 f"{left:.0f} s left")

@@ -1,6 +1,7 @@
 """ncbook.cost: FLOP counts checked by hand and against published ResNet counts; estimates for every experiment and
 scale, ordered as the scales are; the gpu scale sized to 10 minutes; estimates against recorded wall times."""
 import json
+from dataclasses import replace
 
 import pytest
 import torch
@@ -134,3 +135,26 @@ def test_the_device_rates_are_measured_once_and_kept(monkeypatch, tmp_path):
     cost.device_rates.cache_clear()
     assert cost.device_rates("cpu")["float32"] == 1e11 and len(calls) == 6             # damaged: measured again
     cost.device_rates.cache_clear()
+
+
+CHECKPOINTED = [("tirer_wd_ablation", {"hidden": (256, 256), "epochs": 1}),
+                ("tirer_blur", {"hidden": (256, 256), "epochs": 1}),
+                ("jacot_resnet_head", {"resnet_width": 16, "depths": (1,), "epochs": 1}),
+                ("jacot_head_depth", {"width": 256}),
+                ("jacot_mlp", {"widths": (64, 256, 256, 256, 256, 128, 10)}),
+                ("linear_head", {"relu_widths": (256,), "head_width": 256}),
+                ("jacot_bounds", {"relu_widths": (256,), "head_width": 256}),
+                ("jacot_nonlinear_depth", {"width": 256})]
+
+
+@pytest.mark.parametrize("name,overrides", CHECKPOINTED, ids=[n for n, _ in CHECKPOINTED])
+def test_checkpoint_bytes_predicts_the_checkpoints_a_run_writes(name, overrides, tmp_path):
+    """The relay refuses to start a run it cannot finish when its checkpoints could not travel, by
+    cost.checkpoint_bytes: for tiny runs with layers wide enough that the weights dominate (with momentum, ensembles,
+    a ResNet), the prediction is within 5% of the bytes of every checkpoint file the run leaves, and not above them
+    (it leaves out histories and biases: a run it refuses really cannot travel)."""
+    exp = EXPERIMENTS[name]
+    cfg = replace(exp.scales["tiny"], **overrides)
+    exp.run(cfg, progress=False, checkpoint=tmp_path / "run.pt")
+    written = sum(p.stat().st_size for p in tmp_path.glob("*.pt"))
+    assert 0.95 * written <= cost.checkpoint_bytes(cfg) <= written

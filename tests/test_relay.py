@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ncbook import relay
+from ncbook import cost, relay
 from ncbook.pieces import pieces
 from ncbook.registry import EXPERIMENTS
 from ncbook.runner import Run, check_stored, execute, get
@@ -236,3 +236,21 @@ def test_a_run_longer_than_a_session_is_cut_into_pieces_that_travel_until_the_wh
     for k in whole:
         np.testing.assert_allclose(stored[k], whole[k], rtol=1e-12) if whole[k].dtype.kind == "f" else \
             np.testing.assert_array_equal(stored[k], whole[k])
+
+
+def test_a_run_longer_than_any_session_that_cannot_be_cut_or_carried_is_not_started(tmp_path, monkeypatch):
+    """collapse_picture cannot be cut; put at 1,000 s in a 5-s session, it is started (its checkpoint carried) while
+    its checkpoints would fit, and not started when they would not (by their parameters: the limit set below them),
+    the session saying how long a session it needs."""
+    started = []
+    monkeypatch.setattr(relay, "run_one", lambda run, *a, **k: started.append(run.name) or "stopped at the budget")
+    unit = relay.Unit("collapse_picture", "tiny", {})
+    bench = {"gpu": None, "experiments": [{"name": "collapse_picture", "predicted_s": 1000.0}]}
+    entry = relay.session([unit], None, tmp_path / "out1", "cpu", 5.0, tmp_path / "results", bench=bench)
+    assert started == ["collapse_picture"] and entry["runs"][0]["status"] == "stopped at the budget"
+    monkeypatch.setattr(relay, "MAX_FILE", cost.checkpoint_bytes(unit.run.config) - 1)
+    entry = relay.session([unit], None, tmp_path / "out2", "cpu", 5.0, tmp_path / "results", bench=bench)
+    assert started == ["collapse_picture"], started
+    assert entry["runs"][0]["status"].startswith("not started: needs 1000 s, more than this session's 5 s, it "
+                                                 "cannot be cut further, and its checkpoints"), entry
+    assert entry["runs"][0]["status"].endswith("it needs a session of its own of 17 minutes")
