@@ -1,7 +1,9 @@
 """ncbook.cost: FLOP counts checked by hand and against published ResNet counts; estimates for every experiment and
 scale, ordered as the scales are; the gpu scale sized to 10 minutes; estimates against recorded wall times."""
 import json
+import re
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
@@ -158,3 +160,14 @@ def test_checkpoint_bytes_predicts_the_checkpoints_a_run_writes(name, overrides,
     exp.run(cfg, progress=False, checkpoint=tmp_path / "run.pt")
     written = sum(p.stat().st_size for p in tmp_path.glob("*.pt"))
     assert 0.95 * written <= cost.checkpoint_bytes(cfg) <= written
+
+
+def test_the_checkpoint_sizes_benchmarks_readme_quotes_are_computed():
+    """benchmarks/README.md's sizes of the gpu scale's checkpoints are cost.checkpoint_bytes's, in whole MiB."""
+    text = " ".join((Path(__file__).resolve().parents[1] / "benchmarks" / "README.md").read_text().split())
+    mib = {name: round(cost.checkpoint_bytes(EXPERIMENTS[name].scales["gpu"]) / 2**20)
+           for name in ("tirer_wd_ablation", "tirer_blur", "jacot_mlp")}
+    quoted = re.search(r"`tirer_blur`: ([\d,]+) and ([\d,]+) MiB of checkpoints .* nor carried \(([\d,]+) MiB\)", text)
+    assert quoted, "the sentence quoting the checkpoint sizes is gone: update this test"
+    assert [int(g.replace(",", "")) for g in quoted.groups()] == [mib["tirer_wd_ablation"], mib["tirer_blur"],
+                                                                  mib["jacot_mlp"]]
