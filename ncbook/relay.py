@@ -299,8 +299,13 @@ def _assemble(units: list[Unit], ledger: dict, root: Path | None, say) -> None:
     """Every cut unit whose pieces are all made, assembled (:func:`ncbook.pieces.assemble_tree`)."""
     for u in units:
         run = u.run
-        if run.key in ledger["cuts"] and cached_current(run, root) is None and assemble_tree(run, ledger["cuts"], root):
-            say(f"{u.name} ({run.tag}): assembled from its pieces along {ledger['cuts'][run.key]}")
+        if run.key not in ledger["cuts"] or cached_current(run, root) is not None:
+            continue
+        try:
+            if assemble_tree(run, ledger["cuts"], root):
+                say(f"{u.name} ({run.tag}): assembled from its pieces along {ledger['cuts'][run.key]}")
+        except (ValueError, cache.CacheError) as err:          # pieces that do not fit together: kept, said
+            say(f"{u.name} ({run.tag}): its pieces were not assembled: {err}")
 
 
 def nodes(unit: Unit, cuts: dict, root: Path | None = None) -> list[Unit]:

@@ -254,3 +254,19 @@ def test_a_run_longer_than_any_session_that_cannot_be_cut_or_carried_is_not_star
     assert entry["runs"][0]["status"].startswith("not started: needs 1000 s, more than this session's 5 s, it "
                                                  "cannot be cut further, and its checkpoints"), entry
     assert entry["runs"][0]["status"].endswith("it needs a session of its own of 17 minutes")
+
+
+def test_pieces_that_cannot_be_assembled_are_kept_and_said(tmp_path, monkeypatch):
+    """A failure to assemble (here, pieces that disagree) ends no session: one line in the log, the pieces carried."""
+    def disagree(*args, **kwargs):
+        raise ValueError("the pieces along depths disagree on steps, which is not indexed by it")
+    monkeypatch.setattr(relay, "assemble_tree", disagree)
+    monkeypatch.setattr(relay, "run_one", lambda run, device, left, root, *a, **k: execute(run, device, False, root)
+                        and "made")
+    unit = relay.Unit("jacot_head_depth", "tiny", {})
+    bench = {"gpu": None, "experiments": [{"name": "jacot_head_depth", "predicted_s": 1e6}]}
+    relay.session([unit], None, tmp_path / "out", "cpu", 600.0, tmp_path / "results", bench=bench)
+    log = (tmp_path / "out" / relay.LOG).read_text()
+    assert "jacot_head_depth (tiny): its pieces were not assembled: the pieces along depths disagree" in log
+    with tarfile.open(tmp_path / "out" / relay.RESULTS) as tar:
+        assert sum(m.name.endswith(".json") for m in tar.getmembers()) == 4
