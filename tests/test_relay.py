@@ -239,19 +239,19 @@ def test_a_run_longer_than_a_session_is_cut_into_pieces_that_travel_until_the_wh
 
 
 def test_a_run_longer_than_any_session_that_cannot_be_cut_or_carried_is_not_started(tmp_path, monkeypatch):
-    """collapse_picture cannot be cut; put at 1,000 s in a 5-s session, it is started (its checkpoint carried) while
+    """collapse_picture cannot be cut; put at 1,000 s in a 60-s session, it is started (its checkpoint carried) while
     its checkpoints would fit, and not started when they would not (by their parameters: the limit set below them),
     the session saying how long a session it needs."""
     started = []
     monkeypatch.setattr(relay, "run_one", lambda run, *a, **k: started.append(run.name) or "stopped at the budget")
     unit = relay.Unit("collapse_picture", "tiny", {})
     bench = {"gpu": None, "experiments": [{"name": "collapse_picture", "predicted_s": 1000.0}]}
-    entry = relay.session([unit], None, tmp_path / "out1", "cpu", 5.0, tmp_path / "results", bench=bench)
+    entry = relay.session([unit], None, tmp_path / "out1", "cpu", 60.0, tmp_path / "results", bench=bench)
     assert started == ["collapse_picture"] and entry["runs"][0]["status"] == "stopped at the budget"
     monkeypatch.setattr(relay, "MAX_FILE", cost.checkpoint_bytes(unit.run.config) - 1)
-    entry = relay.session([unit], None, tmp_path / "out2", "cpu", 5.0, tmp_path / "results", bench=bench)
+    entry = relay.session([unit], None, tmp_path / "out2", "cpu", 60.0, tmp_path / "results", bench=bench)
     assert started == ["collapse_picture"], started
-    assert entry["runs"][0]["status"].startswith("not started: needs 1000 s, more than this session's 5 s, it "
+    assert entry["runs"][0]["status"].startswith("not started: needs 1000 s, more than this session's 60 s, it "
                                                  "cannot be cut further, and its checkpoints"), entry
     assert entry["runs"][0]["status"].endswith("it needs a session of its own of 17 minutes")
 
