@@ -95,8 +95,11 @@ def assemble(run: Run, setting: str, root: Path | None = None) -> Path:
     arrays = assemble_arrays([a for a, _ in loaded], setting, exp.splits[setting], coordinates)
     provs = [m["provenance"] for _, m in loaded]
     device = provs[0]["device"]
-    prov = cache.provenance(device, list(getattr(run.config, "seeds", [])), sum(p["wall_time_s"] for p in provs),
+    # the machine that assembled them (joining arrays: CPU work, wherever the pieces ran), then where they ran
+    prov = cache.provenance("cpu", list(getattr(run.config, "seeds", [])), sum(p["wall_time_s"] for p in provs),
                             regen_command(run.name, run.scale, run.overrides) + f" --device {device}")
+    prov.update({k: " + ".join(dict.fromkeys(d for p in provs for d in str(p.get(k)).split(" + ")))
+                 for k in ("device", "device_name")})
     prov["assembled_from"] = [{"tag": p.tag, "device_name": q.get("device_name"), "wall_time_s": q["wall_time_s"],
                                "date": q.get("date")} for p, q in zip(parts, provs)]
     extra = {"base_scale": run.scale, "overrides": run.overrides} | ({"runtime": run.runtime} if run.runtime else {})

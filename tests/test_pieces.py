@@ -102,6 +102,10 @@ def test_a_run_cut_twice_is_assembled_from_its_stored_pieces(tmp_path):
                                              {"depths": (2,)}, {"depths": (2,), "seeds": (1,)}]
     for q in leaves[:3]:
         execute(q, progress=False, root=tmp_path)
+    made_on = cache.paths(leaves[0].name, leaves[0].tag, tmp_path)[1]   # one piece made on a GPU (this machine has
+    manifest = json.loads(made_on.read_text())                          # none: assembling must not ask CUDA)
+    manifest["provenance"] |= {"device": "cuda", "device_name": "NVIDIA H200"}
+    made_on.write_text(json.dumps(manifest))
     assert not assemble_tree(run, cuts, tmp_path)                    # a piece is missing
     execute(leaves[3], progress=False, root=tmp_path)
     assert assemble_tree(run, cuts, tmp_path)
@@ -110,6 +114,7 @@ def test_a_run_cut_twice_is_assembled_from_its_stored_pieces(tmp_path):
     assert same(get("jacot_resnet_head", "tiny", tmp_path, seeds=(0, 1)), whole)
     prov = json.loads(cache.paths(run.name, run.tag, tmp_path)[1].read_text())["provenance"]
     assert [p["tag"] for p in prov["assembled_from"]] == [p.tag for p in pieces(run, "depths")]
+    assert prov["device"] == "cuda + cpu" and prov["device_name"].startswith("NVIDIA H200 + ")
     assert prov["wall_time_s"] == pytest.approx(sum(p["wall_time_s"] for p in prov["assembled_from"]), abs=0.05)
     with pytest.raises(cache.CacheError):
         assemble(Run.of("jacot_resnet_head", "tiny", seeds=(0, 2)), "seeds", tmp_path)     # no such pieces
