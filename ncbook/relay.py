@@ -304,8 +304,8 @@ def _assemble(units: list[Unit], ledger: dict, root: Path | None, say) -> None:
         try:
             if assemble_tree(run, ledger["cuts"], root):
                 say(f"{u.name} ({run.tag}): assembled from its pieces along {ledger['cuts'][run.key]}")
-        except (ValueError, cache.CacheError) as err:          # pieces that do not fit together: kept, said
-            say(f"{u.name} ({run.tag}): its pieces were not assembled: {err}")
+        except Exception as err:        # whatever it is (pieces that do not fit together...), the session still
+            say(f"{u.name} ({run.tag}): its pieces were not assembled: {err}")      # packs its state: said, kept
 
 
 def nodes(unit: Unit, cuts: dict, root: Path | None = None) -> list[Unit]:
