@@ -173,8 +173,10 @@ def cut(unit: Unit, est: float, whence: str, ledger: dict, kind: str, device: st
     resume, a setting to cut along: :func:`ncbook.pieces.settings_to_cut`), each with its estimate: measured, or its
     share of the unit's by the cost model. A new cut is recorded in ``ledger["cuts"]``."""
     run = unit.run
+    if cached_current(run, root) is not None:        # made (a piece assembled here or carried in): nothing below it
+        return [(unit, est, whence)]
     setting = ledger["cuts"].get(run.key)
-    if setting is None and est > session_s and cached_current(run, root) is None and not checkpoints_of(run, root):
+    if setting is None and est > session_s and not checkpoints_of(run, root):
         setting = next(iter(settings_to_cut(run)), None)
         if setting is not None:
             ledger["cuts"][run.key] = setting

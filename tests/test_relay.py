@@ -185,15 +185,17 @@ def test_a_run_that_fails_captured_is_run_again_eager(tmp_path, monkeypatch):
     assert calls == [None] and entry["runs"][0]["status"].startswith("failed")
 
 
+@pytest.mark.parametrize("times", [(1.0, 49.99, 1.0, 49.99), (1.0, 1.0, 49.99, 49.99)], ids=["spread", "one-depth"])
 def test_a_run_longer_than_a_session_is_cut_into_pieces_that_travel_until_the_whole_is_assembled(tmp_path,
-                                                                                                   monkeypatch):
+                                                                                                   monkeypatch, times):
     """A run the benchmark puts at 400 s, in sessions of 50 s, with no checkpoint of its own: cut along depths and
     each depth along weight decays (every piece then fits a session), the cut kept in the ledger. The first session
     makes the two pieces measured at 1 s, and leaves the two measured at 49.99 s, which no longer fit the time left,
-    for the next session; its results carry the two made pieces. The second, on a fresh results folder with nothing
-    but that state, makes the other two, assembles the whole from all four and carries it alone: no piece is made
-    twice, and the whole imports, verifies and equals the run made whole. (The runs are made in this process: the
-    subprocesses and the budget's interrupt are the multi-session test's.)"""
+    for the next session; its results carry what it made: the two pieces, or, where they are the two of one depth,
+    that depth assembled from them. The second, on a fresh results folder with nothing but that state, makes the other
+    two, assembles the whole and carries it alone: no piece is made twice, and the whole imports, verifies and equals
+    the run made whole. (The runs are made in this process: the subprocesses and the budget's interrupt are the
+    multi-session test's.)"""
     def in_process(run, device, left, root, python, cmd, env=None):
         execute(run, device, False, root)
         return "made"
@@ -204,7 +206,7 @@ def test_a_run_longer_than_a_session_is_cut_into_pieces_that_travel_until_the_wh
     kind = relay.device_kind("cpu")
     state0 = tmp_path / "state0"
     state0.mkdir()
-    measured = {f"{u.name}/{u.run.tag}": s for u, s in zip(leaves, (1.0, 49.99, 1.0, 49.99))}
+    measured = {f"{u.name}/{u.run.tag}": s for u, s in zip(leaves, times)}
     (state0 / relay.LEDGER).write_text(json.dumps(relay.read_ledger(None) | {"full_s": {kind: measured}}))
     bench = {"gpu": None, "experiments": [{"name": "jacot_head_depth", "predicted_s": 400.0}]}
     first = relay.session([unit], state0, tmp_path / "out1", "cpu", 50.0, tmp_path / "machine1", bench=bench)
@@ -212,12 +214,14 @@ def test_a_run_longer_than_a_session_is_cut_into_pieces_that_travel_until_the_wh
     assert ledger["cuts"] == {run.key: "depths"} | {p.key: "weight_decays" for p in pieces(run, "depths")}
     status = {r["result"]: r["status"] for r in first["runs"]}
     assert sorted(status) == sorted(measured)
-    quick, slow = list(measured)[::2], list(measured)[1::2]
+    quick, slow = [k for k, t in measured.items() if t == 1.0], [k for k, t in measured.items() if t != 1.0]
     assert [status[k] for k in quick] == ["made"] * 2, status              # planning alone takes more than 0.01 s
     assert all(status[k].startswith("not started") and status[k].endswith("it fits the next session") for k in slow)
     with tarfile.open(tmp_path / "out1" / relay.RESULTS) as tar:
         carried = {Path(m.name).name for m in tar.getmembers() if m.name.endswith(".json")}
-    assert carried == {f"{u.run.tag}.json" for u in leaves[::2]}
+    made = [u for u, t in zip(leaves, times) if t == 1.0]
+    depth_one = pieces(run, "depths")[0]
+    assert carried == ({f"{depth_one.tag}.json"} if times[:2] == (1.0, 1.0) else {f"{u.run.tag}.json" for u in made})
     second = relay.session([unit], tmp_path / "out1", tmp_path / "out2", "cpu", 300.0, tmp_path / "machine2",
                            bench=bench)
     again = [r["result"] for r in second["runs"] if r.get("status") == "made"]
