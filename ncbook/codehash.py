@@ -22,6 +22,13 @@ import types
 from typing import Any
 
 PACKAGE = "ncbook"
+EXECUTION_PATHS = frozenset({"ncbook.train.compiled_step", "ncbook.train.capture_requested"})
+"""Code that chooses how a training step is executed, not what it computes: whether it is compiled
+(``NCBOOK_CAPTURE``) and how. Like the device, it changes float rounding only (the captured step gives the eager
+step's weights to float32 rounding, tests/test_train.py), so it is left out of every result's key; a result made
+with captured steps records them in its provenance (``captured_steps``, ``capture_path``). Keyed by module and
+qualified name, so that this commit's hasher reads any earlier commit's code the same way
+(``scripts/rekey_results.py``)."""
 _SIMPLE = (bool, int, float, str, bytes, tuple, list, dict, frozenset, type(None))
 
 
@@ -200,8 +207,13 @@ def behind(value: Any) -> list[Any]:
 
 
 def _code(value: Any) -> bool:
-    """Is this an ncbook function or class (whose source is hashed)?"""
-    return (inspect.isfunction(value) or inspect.isclass(value)) and ours(value)
+    """Is this an ncbook function or class (whose source is hashed)? Not the code of :data:`EXECUTION_PATHS`."""
+    return (inspect.isfunction(value) or inspect.isclass(value)) and ours(value) and not execution_path(value)
+
+
+def execution_path(value: Any) -> bool:
+    """Is this code of :data:`EXECUTION_PATHS` (how a step is executed, not what it computes)?"""
+    return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', '')}" in EXECUTION_PATHS
 
 
 def constant_form(value: Any, refs: list[tuple[str, Any]], depth: int = 0) -> str | None:
@@ -291,7 +303,7 @@ def unseen(entry: Any) -> list[str]:
             tree = syntax_tree(inspect.getsource(obj))
             for chain, value, owner, _ in _resolve(obj, tree):
                 if ours(owner) and callable(value) and not [v for v in behind(value) if _code(v)] \
-                        and not dataclasses.is_dataclass(value) and ours(value):
+                        and not dataclasses.is_dataclass(value) and ours(value) and not execution_path(value):
                     out.append(f"{obj.__qualname__}: {'.'.join(chain)} ({type(value).__name__})")
     return sorted(set(out))
 

@@ -121,6 +121,26 @@ def test_comments_keep_every_key_and_a_real_change_stales_exactly_its_users(tmp_
     assert len(measured) >= 10 and {n for n, k in kernel.items() if k != final[n]} == measured
 
 
+def test_how_a_step_is_executed_is_in_no_key_and_what_it_computes_is(tmp_path: Path):
+    """The capture machinery (codehash.EXECUTION_PATHS: whether and how a step is compiled) is like the device: an
+    edit there changes no key; the same edit in train_module, which they serve, stales exactly its users."""
+    from ncbook.codehash import EXECUTION_PATHS
+
+    stages = [tmp_path / name for name in ("before", "execution", "computation")]
+    shutil.copytree(ROOT / "ncbook", stages[0] / "ncbook", ignore=shutil.ignore_patterns("__pycache__"))
+    for stage in stages[1:]:
+        shutil.copytree(stages[0] / "ncbook", stage / "ncbook")
+    for path in EXECUTION_PATHS:
+        edit(stages[1] / "ncbook" / "train.py", with_statement_in(path.rpartition(".")[2]))
+    edit(stages[2] / "ncbook" / "train.py", with_statement_in("train_module"))
+    before, execution, computation = keys_of(*stages)
+    assert execution == before
+    users = {n for n, exp in EXPERIMENTS.items() if "train_module" in {f for f, _ in reachable(exp.run)}}
+    assert len(users) >= 4 and {n for n in before if computation[n] != before[n]} == users
+    assert not {n for exp in EXPERIMENTS.values() for n, _ in reachable(exp.run)} & {"compiled_step",
+                                                                                     "capture_requested"}
+
+
 PROBE = '''
 import functools
 from functools import lru_cache, partial, wraps
