@@ -62,7 +62,17 @@ def run_one(run: Run, device: str, left_s: float, root: Path | None = None, pyth
             proc.kill()
             proc.wait()
         return "stopped at the budget (its last checkpoint resumes with the same command)"
-    return "made" if proc.returncode == 0 else f"failed (exit status {proc.returncode}; its message is above)"
+    return "made" if proc.returncode == 0 else f"failed ({exit_description(proc.returncode)}; its message is above)"
+
+
+def exit_description(returncode: int) -> str:
+    """A child's exit in words: "exit status 1", or "killed by SIGABRT" for a crash (a negative return code)."""
+    if returncode >= 0:
+        return f"exit status {returncode}"
+    try:
+        return f"killed by {signal.Signals(-returncode).name}"
+    except ValueError:
+        return f"killed by signal {-returncode}"
 
 
 def run_all(scale: str, device: str, budget_s: float, names: list[str] | None = None, root: Path | None = None,

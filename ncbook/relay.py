@@ -51,7 +51,7 @@ from .batch import run_one
 from .pieces import assemble_tree, pieces, settings_to_cut
 from .registry import EXPERIMENTS
 from .runner import Run, _cli_value, cached_current, clock_path
-from .train import CAPTURE_ENV, capture_requested
+from .train import CAPTURE_ENV, CAPTURE_FALLBACK_ENV, capture_requested
 from .transfer import ImportProblem, extract, import_results
 
 RESULTS, CHECKPOINTS, LEDGER, BENCH, LOG = "results.tar.gz", "checkpoints.tar.gz", "relay.json", "bench.json", "log.txt"
@@ -272,10 +272,13 @@ def session(units: list[Unit], state: Path | None, out: Path, device: str, budge
             t0 = time.monotonic()
             status = run_one(run, device, left, root, python, command(unit, device, python))
             if status.startswith("failed") and capture_requested() and deadline - time.monotonic() > 1:
-                say(f"{unit.name}: failed with captured steps; again with the eager step (NCBOOK_CAPTURE=0)")
+                # a compile failure or a crash of the compiled code (the run is a process of its own, so a crash
+                # ends only it): run again eagerly, the failure recorded in the ledger and the result's provenance
+                why = f"the captured run {status.split(';')[0].removesuffix(')')})"   # "... failed (killed by SIGABRT)"
+                say(f"{unit.name}: {why}; again with the eager step (NCBOOK_CAPTURE=0)")
                 status = run_one(run, device, deadline - time.monotonic(), root, python,
-                                 command(unit, device, python), env={CAPTURE_ENV: "0"})
-                row["eager_fallback"] = True
+                                 command(unit, device, python), env={CAPTURE_ENV: "0", CAPTURE_FALLBACK_ENV: why})
+                row.update(eager_fallback=True, captured_failure=why)
             spent = time.monotonic() - t0
             ledger["spent_s"][run.key] = ledger["spent_s"].get(run.key, 0.0) + spent
             if cached_current(run, root) is not None:         # made, even if it finished as the budget ended

@@ -23,7 +23,7 @@ from filelock import FileLock, Timeout
 from . import cache
 from .data import check_data_files
 from .registry import RUNTIME_SETTINGS, SCALES, get_experiment
-from .train import capture_requested
+from .train import CAPTURE_FALLBACK_ENV, capture_path, capture_requested
 
 
 @dataclass(frozen=True)
@@ -134,6 +134,9 @@ def _execute(run: Run, ckpt: Path, device: str, progress: bool, root: Path | Non
         prov["load"] = load.summary()
     if capture_requested():                 # NCBOOK_CAPTURE=1: the training steps were compiled (train.compiled_step)
         prov["captured_steps"] = True
+        prov["capture_path"] = capture_path(device)
+    if why := os.environ.get(CAPTURE_FALLBACK_ENV, "").strip():     # made eagerly after a captured run failed (relay)
+        prov["capture_fallback"] = why[:500]
     extra = {"base_scale": run.scale, "overrides": run.overrides} | ({"runtime": run.runtime} if run.runtime else {})
     manifest = cache.save(run.name, run.tag, get_experiment(run.name).computed(run.config), run.key, arrays, prov,
                           root, extra=extra)

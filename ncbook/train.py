@@ -378,15 +378,38 @@ default until the compiled steps have been measured on a GPU (``benchmarks/bench
 ones)."""
 
 
+CAPTURE_FALLBACK_ENV = "NCBOOK_CAPTURE_FALLBACK"
+"""Set by the relay when it runs a result again with the eager step after its captured run failed: why it failed
+(the runner writes it into the result's provenance, ``capture_fallback``)."""
+
+
 def capture_requested() -> bool:
     """Whether the environment asks for compiled training steps (:data:`CAPTURE_ENV` = 1)."""
     return os.environ.get(CAPTURE_ENV, "").lower() in ("1", "true", "yes")
 
 
+CPU_COMPILE_OPTIONS = {"layout_optimization": False, "fx_graph_cache": False}
+"""TorchInductor's options for a step compiled on the CPU (issue 72; docs/details.md, "The captured step on the CPU").
+
+- ``layout_optimization``: on the CPU it makes every convolution of a graph channels-last (torch/_inductor/graph.py:
+  "for cpu backend and mkldnn enabled, we always use channels_last"), where the eager step runs them channels-first;
+  and in torch 2.14.1 oneDNN's AVX2 kernel for the weight gradient of a 1x1 convolution of stride 2 on channels-last
+  input with fewer than 8 input channels (``jit_avx2_1x1_convolution_bwd_weights``) writes outside its buffer: a
+  ResNet's shortcut from 4 to 8 channels corrupted the heap on a CPU with AVX2 and without AVX-512
+  (``scripts/repro_onednn_avx2.py``). Off, the captured step calls oneDNN with the eager step's layouts: the same
+  primitives, shapes and formats, in the same order (compared with ``ONEDNN_VERBOSE``).
+- ``fx_graph_cache``: its key leaves out the vector instruction set TorchInductor writes C++ for (which
+  ``ATEN_CPU_CAPABILITY`` chooses), so a graph cached under one (16-lane AVX-512 code) was compiled and run under
+  another (8-lane AVX2, or scalar): a heap corruption, a compile error or a diverged loss. Off (and with it the
+  AOT-autograd cache, which needs it), each process writes its own C++, and the compiled-code cache, whose key holds
+  the compiler's flags, is still used."""
+
+
 def compiled_step(step: Callable, static: list[torch.Tensor]) -> Callable:
     """``step`` compiled whole (``fullgraph=True``: a graph break is an error, not a silent slow path); on CUDA in
     mode "reduce-overhead", which replays it as a CUDA graph, the tensors ``static`` (weights, buffers, data) marked
-    as staying at one address so that the graph updates them in place instead of copying them."""
+    as staying at one address so that the graph updates them in place instead of copying them; on the CPU with
+    :data:`CPU_COMPILE_OPTIONS` (the eager step's memory layouts: no channels-last convolutions)."""
     cuda = static[0].device.type == "cuda"
     if cuda:
         for t in static:
@@ -396,7 +419,17 @@ def compiled_step(step: Callable, static: list[torch.Tensor]) -> Callable:
     # batch shape)
     own = types.FunctionType(step.__code__.replace(), step.__globals__, step.__name__, step.__defaults__,
                              step.__closure__)
-    return torch.compile(own, fullgraph=True, dynamic=False, mode="reduce-overhead" if cuda else None)
+    if cuda:
+        return torch.compile(own, fullgraph=True, dynamic=False, mode="reduce-overhead")
+    return torch.compile(own, fullgraph=True, dynamic=False, options=dict(CPU_COMPILE_OPTIONS))
+
+
+def capture_path(device: str) -> str:
+    """How :func:`compiled_step` compiles a step on ``device``, in words, for a result's provenance."""
+    if torch.device(device).type == "cuda":
+        return "torch.compile (TorchInductor), fullgraph, reduce-overhead: replayed as CUDA graphs"
+    options = ", ".join(f"{k}={v}" for k, v in sorted(CPU_COMPILE_OPTIONS.items()))
+    return f"torch.compile (TorchInductor), fullgraph, on the CPU with {options} (the eager step's layouts; issue 72)"
 
 
 def train(model: MLP, x: torch.Tensor, labels: torch.Tensor, cfg: TrainConfig, seed: int = 0,

@@ -15,10 +15,10 @@ def pytest_addoption(parser):
                      help="collect the files of LONGEST_FIRST first, in that order (make unit)")
 
 
-LONGEST_FIRST = ("test_browser.py", "test_first_steps.py", "test_relay.py", "test_cli.py", "test_smoke.py",
-                 "test_package.py", "test_bench.py", "test_device.py", "test_book_scales.py", "test_train.py",
-                 "test_exercises.py", "test_bootstrap.py", "test_batch.py", "test_attacks.py", "test_codehash.py",
-                 "test_bounds.py")
+LONGEST_FIRST = ("test_browser.py", "test_captured.py", "test_first_steps.py", "test_relay.py", "test_cli.py",
+                 "test_smoke.py", "test_package.py", "test_bench.py", "test_device.py", "test_book_scales.py",
+                 "test_train.py", "test_exercises.py", "test_bootstrap.py", "test_batch.py", "test_attacks.py",
+                 "test_codehash.py", "test_bounds.py")
 """The test files that take longest with --runslow, longest first (timed with ``--durations``: the suite in one
 process, test_browser alone, on 2026-12-06); the others follow as collected. Only with ``--longest-first``: any
 other run keeps the order it was given (the mutation check puts the mutated module's own file first: with

@@ -40,35 +40,6 @@ def test_the_ceiling_times_exactly_the_products_of_a_step(widths):
     assert sum(f.pop() for f in flops) == M * bench.step_flops(widths, n)
 
 
-@pytest.mark.slow
-def test_bench_gpu_times_the_step_eager_and_captured_and_puts_the_loop_back():
-    import ncbook.train
-
-    bench_gpu = load_benchmark("bench_gpu")
-    loop = ncbook.train.run_steps
-    x, y = torch.randn(30, 12), torch.arange(30) % 3
-    for capture in (False, True):
-        trainer = bench_gpu.mlp_trainer([12, 8, 8, 8, 8, 8, 3], x, y, capture)
-        assert 0 < bench_gpu.timed_steps(trainer, "cpu", 3, warmup=2) < 10
-    assert ncbook.train.run_steps is loop
-    # an eager step: 6 layers forward and back, the loss, the penalty's gradient, momentum, the divergence watch
-    assert 30 < bench_gpu.ops_per_step(bench_gpu.mlp_trainer([12, 8, 8, 8, 8, 8, 3], x, y, False)) < 300
-
-
-@pytest.mark.slow
-def test_bench_gpu_times_the_resnet_step_eager_and_captured():
-    import ncbook.train
-
-    bench_gpu = load_benchmark("bench_gpu")
-    loop = ncbook.train.run_steps
-    for capture in (False, True):
-        assert 0 < bench_gpu.timed_steps(bench_gpu.resnet_trainer(8, 4, 8, "cpu", capture), "cpu", 3, warmup=2) < 10
-    assert ncbook.train.run_steps is loop
-    ops = [bench_gpu.ops_per_step(bench_gpu.resnet_trainer(depth, 4, 8, "cpu", False)) for depth in (8, 14)]
-    assert 100 < ops[0] < ops[1]             # two more residual blocks per stage: more launches per step
-    assert set(bench_gpu.RESNETS) == {"ResNet20 (jacot_resnet_head)", "ResNet18 (tirer_blur)"}
-
-
 def test_capture_pays_only_where_every_captured_step_ran_faster():
     bench_gpu = load_benchmark("bench_gpu")
     fast, slow, failed = {"step_ms": 1.0}, {"step_ms": 2.0}, {"error": "RuntimeError: no"}

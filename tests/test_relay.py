@@ -178,7 +178,9 @@ def test_a_run_that_fails_captured_is_run_again_eager(tmp_path, monkeypatch):
     unit = relay.plan_units("tiny", None)[0]
     monkeypatch.setenv("NCBOOK_CAPTURE", "1")
     entry = relay.session([unit], None, tmp_path / "out", "cpu", 60.0, tmp_path / "results")
-    assert calls == [None, {"NCBOOK_CAPTURE": "0"}] and entry["runs"][0]["eager_fallback"]
+    why = "the captured run failed (exit status 1)"
+    assert calls == [None, {"NCBOOK_CAPTURE": "0", "NCBOOK_CAPTURE_FALLBACK": why}]
+    assert entry["runs"][0]["eager_fallback"] and entry["runs"][0]["captured_failure"].endswith("(exit status 1)")
     monkeypatch.setenv("NCBOOK_CAPTURE", "0")
     calls.clear()
     entry = relay.session([unit], None, tmp_path / "out2", "cpu", 60.0, tmp_path / "results")
@@ -274,3 +276,30 @@ def test_pieces_that_cannot_be_assembled_are_kept_and_said(tmp_path, monkeypatch
     assert "jacot_head_depth (tiny): its pieces were not assembled: the pieces along depths disagree" in log
     with tarfile.open(tmp_path / "out" / relay.RESULTS) as tar:
         assert sum(m.name.endswith(".json") for m in tar.getmembers()) == 4
+
+
+@pytest.mark.slow
+def test_a_relay_run_whose_captured_step_crashes_is_made_eagerly_and_says_why(tmp_path, monkeypatch):
+    """A crash of the compiled code (a real SIGABRT in the run's own process: here what torch.compile returns aborts,
+    as oneDNN's heap corruption did on an AVX2 CPU, issue 72) ends that process only: the relay runs the result again
+    with the eager step, and the ledger row and the result's provenance say why; the result verifies."""
+    from ncbook import cache
+
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(
+        "import os\n"
+        "if os.environ.get('NCBOOK_CAPTURE') == '1':\n"
+        "    import torch\n"
+        "    torch.compile = lambda *args, **kwargs: (lambda *a, **k: os.abort())\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv("NCBOOK_CAPTURE", "1")
+    results = tmp_path / "results"
+    entry = relay.session([relay.Unit("linear_head", "tiny", {})], None, tmp_path / "out", "cpu", 900.0, results)
+    [row] = entry["runs"]
+    assert row["status"] == "made" and row["eager_fallback"], row
+    assert row["captured_failure"] == "the captured run failed (killed by SIGABRT)"
+    prov = cache.read_manifest("linear_head", "tiny", results)["provenance"]
+    assert prov["capture_fallback"] == row["captured_failure"] and "captured_steps" not in prov
+    check_stored("linear_head", "tiny", results)
+    assert "killed by SIGABRT" in (tmp_path / "out" / relay.LOG).read_text()

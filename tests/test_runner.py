@@ -150,19 +150,6 @@ def test_results_table_notices_a_missing_row_and_a_wrong_commit():
     assert edited != text and table.rewrite(edited, provenances)[0] == text
 
 
-@pytest.mark.slow
-def test_a_result_made_with_captured_steps_says_so(tmp_path, monkeypatch):
-    """NCBOOK_CAPTURE=1 compiles the training steps (ncbook.train.compiled_step) and the manifest records it; without
-    it the manifest has no such entry. Same key either way: the capture changes float rounding, not the result."""
-    results = tmp_path / "results"
-    monkeypatch.setenv("NCBOOK_CAPTURE", "1")
-    captured = json.loads(runner.run_and_cache("jacot_mlp", "tiny", progress=False, root=results).read_text())
-    monkeypatch.delenv("NCBOOK_CAPTURE")
-    plain = json.loads(runner.run_and_cache("jacot_mlp", "tiny", progress=False, root=results).read_text())
-    assert captured["provenance"]["captured_steps"] is True and "captured_steps" not in plain["provenance"]
-    assert captured["key"] == plain["key"]
-
-
 @pytest.mark.parametrize("how", ["stopped", "killed", "without a clock"])
 def test_a_resumed_runs_wall_time_counts_every_segment(tmp_path, kill_at_step, how):
     """A run stopped and resumed records the wall time of all its segments, each up to its newest checkpoint (the

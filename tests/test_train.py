@@ -291,57 +291,6 @@ def test_shuffled_epochs_use_every_sample_once_per_epoch_and_restart_anywhere():
     assert len(ShuffledEpochs(23, None, seed=0).batch(7)) == 23 and len(ShuffledEpochs(23, 50, seed=0).batch(0)) == 23
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("settings", [{}, {"batch_size": 10, "loss": "ce"}])
-def test_the_step_compiles_whole_and_gives_the_eager_weights(settings):
-    """Issue 49's captured step: with ``capture`` the ensemble step is compiled with ``fullgraph=True`` (a graph
-    break, e.g. a read back, would raise), once per learning rate and batch shape (here 2 rates; 36 samples in
-    batches of 10 have 2 shapes), and ends at the eager step's weights to float32 rounding."""
-    from torch._dynamo.utils import counters
-
-    X, y = data.gaussian_mixture(3, 12, 6, seed=0)
-    cfgs = [TrainConfig(steps=24, lr=0.05, weight_decay=lam, momentum=0.9, lr_drops=(0.5,), record_every=8,
-                        **settings) for lam in (1e-3, 1e-2)]
-    runs = []
-    for capture in (False, True):
-        ens = Ensemble([net(s).float() for s in range(2)])
-        counters.clear()
-        runs.append((ens, train_ensemble(ens, X.float(), y, cfgs, progress=False, capture=capture)))
-    assert counters["stats"]["unique_graphs"] == 2 * (1 if not settings else 2)
-    (eager, h_eager), (captured, h_captured) = runs
-    for a, b in zip(eager.parameters(), captured.parameters()):
-        torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(h_captured[1].loss, h_eager[1].loss, rtol=1e-5)
-
-
-@pytest.mark.slow
-def test_train_modules_captured_step_gives_the_eager_weights():
-    """train_module's captured step (a ResNet with batch norm): the minibatch loss compiled whole (fullgraph, the
-    backward with it), once per batch shape (36 samples in batches of 10: 2), ending at the eager run's weights and
-    batch-norm statistics to float32 rounding."""
-    from torch._dynamo.utils import counters
-
-    from ncbook.nets import resnet_backbone
-
-    X, y = data.gaussian_mixture(3, 12, 64, seed=0)
-    X = X.float().reshape(36, 1, 8, 8)
-    cfg = TrainConfig(steps=12, lr=0.05, weight_decay=1e-3, weight_decay_last=1e-2, momentum=0.9, batch_size=10,
-                      loss="ce", record_every=6)
-    runs = []
-    for capture in (False, True):
-        torch.manual_seed(0)
-        backbone, dim = resnet_backbone(8, 1, 4)
-        model = BackboneHead(backbone, dim, [8, 3], 1)
-        counters.clear()
-        runs.append((model, train_module(model, X, y, cfg, progress=False, capture=capture)))
-    assert counters["stats"]["unique_graphs"] == 2
-    (eager, h_eager), (captured, h_captured) = runs
-    for a, b in zip(eager.state_dict().values(), captured.state_dict().values()):
-        torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-6)
-    assert len(h_eager.loss) == 3 and h_eager.loss[-1] < h_eager.loss[0]
-    np.testing.assert_allclose(h_captured.loss, h_eager.loss, rtol=1e-5)
-
-
 def test_capture_is_asked_for_by_the_environment(monkeypatch):
     monkeypatch.delenv(ncbook.train.CAPTURE_ENV, raising=False)
     assert not ncbook.train.capture_requested()
