@@ -8,6 +8,7 @@ import pytest
 
 from ncbook import claims, scaling
 from ncbook.claims import Criterion, judge
+from ncbook.registry import get_experiment
 
 DOWN = Criterion("down")
 
@@ -62,7 +63,7 @@ def test_the_margin_is_in_the_stated_direction_and_on_every_metric(monkeypatch):
     assert far.separated is True and claims.grade(4, 4, far.direction, far.separated) == "reproduced"
     up = judge([a, a + 20], DOWN, paired=False)
     assert up.separated is False and up.direction is False            # 20 against, beyond 2 x 2.5: clear
-    monkeypatch.setattr(claims, "UNPAIRED_VIEWS", ("groups",))
+    monkeypatch.setattr(claims.regime, "UNPAIRED_VIEWS", ("groups",))   # where evaluate reads it
     two = {"nc1_pinv": np.stack([a, a - 5.2])[..., None],           # [group, seed, record]
            "nc2_etf_distance": np.stack([a, a - 4.8])[..., None]}
     claims.VIEWS["groups"] = lambda r, name: (["a", "b"], [r[name][0, :, -1], r[name][1, :, -1]])
@@ -166,7 +167,7 @@ def test_a_jacot_row_fails_when_measured_with_tirers_nc1():
     curve is clearly short of the criterion's 100-fold fall."""
     class Cfg:
         steps, lr, lr_drops, momentum = 1000, 1.0, (0.8,), 0.0
-    spec = next(s for s in claims._deep_head_specs("Fig. 4", "x", "hidden 1", 1e-3, Cfg) if "collapse" in s.claim)
+    spec = next(s for s in claims.jacot._deep_head_specs("Fig. 4", "x", "hidden 1", 1e-3, Cfg) if "collapse" in s.claim)
     assert claims.evaluate(spec, {"x": _deep_head_result()}).verdict == "reproduced"
     swapped = dict(claims.PAPER_METRICS["Jacot"], NC1="nc1_pinv")
     claims.PAPER_METRICS["Jacot"], saved = swapped, claims.PAPER_METRICS["Jacot"]
@@ -179,7 +180,7 @@ def test_a_jacot_row_fails_when_measured_with_tirers_nc1():
 def test_deep_head_rows_hold_on_a_collapsing_result_and_fail_where_a_seed_fails():
     class Cfg:
         steps, lr, lr_drops, momentum = 1000, 1.0, (0.8,), 0.0
-    fitted_specs = claims._deep_head_specs("Fig. 1", "x", "hidden 1", 1e-3, Cfg)
+    fitted_specs = claims.jacot._deep_head_specs("Fig. 1", "x", "hidden 1", 1e-3, Cfg)
     specs = [replace(s, regime="") for s in fitted_specs]              # every run counted, as before issue 50
     r = _deep_head_result()
     got = {s.claim[:20]: claims.evaluate(s, {"x": r}).verdict for s in specs
@@ -316,7 +317,7 @@ def test_a_pure_exponential_has_no_plateau_and_a_plateau_is_found_where_there_is
     the drop, a fall at a smaller rate holds the last row, a rise or a fall as fast as before fails it."""
     class Cfg:
         steps, lr, lr_drops, momentum = 1000, 10.0, (0.8,), 0.0
-    specs = {s.view: s for s in claims._deep_head_specs("Fig. 1", "x", "hidden 1", 1e-3, Cfg)}
+    specs = {s.view: s for s in claims.jacot._deep_head_specs("Fig. 1", "x", "hidden 1", 1e-3, Cfg)}
     r = _deep_head_result()
     t = scaling.decay_time_at(r["steps"], Cfg, 1e-3)                 # λt of each record: 0 to 8 at the drop
 
@@ -419,7 +420,7 @@ def test_a_result_cut_at_a_record_is_the_run_stopped_there():
 
     class Cfg:
         steps, lr, lr_drops, momentum = 1000, 1.0, (0.8,), 0.0
-    specs = [s for s in claims._deep_head_specs("Fig. 1", "x", "hidden 1", 1e-3, Cfg) if "collapse" in s.claim]
+    specs = [s for s in claims.jacot._deep_head_specs("Fig. 1", "x", "hidden 1", 1e-3, Cfg) if "collapse" in s.claim]
     sweep = claims.lambda_t_sweep(specs, r, Cfg, 1e-3, fractions=(0.5, 1.0))
     assert sweep[0][0] < sweep[1][0]
     assert [rows[0].verdict for _, rows in sweep] == ["not reproduced", "reproduced"]   # NC1 falls at the last record
@@ -614,7 +615,7 @@ def test_the_config_differences_are_read_from_the_configurations():
 def test_each_row_says_why_in_at_most_twelve_words_and_the_reason_is_the_rules():
     """Issue 62: the glance table's "why" for every row of both papers' tables is at most 12 words, and says the
     rule's reason: a clear effect against, a share under 90%, within the margin, not reached and why."""
-    cfg = claims.get_experiment("tirer_wd_ablation").config("cpu")
+    cfg = get_experiment("tirer_wd_ablation").config("cpu")
     rows = (claims.jacot_claims(claims.cached_results("Jacot", "cpu"), "cpu")
             + claims.tirer_claims(claims.cached_results("Tirer", "cpu"), cfg.losses, (4, 9), "cpu"))
     assert all(0 < len(c.why.split()) <= 12 for c in rows), [c.why for c in rows if len(c.why.split()) > 12]
@@ -678,7 +679,7 @@ def test_the_caption_says_what_ran_at_another_scale_and_where():
 def _fate(r: dict) -> list[str]:
     """Each run's fate at the end: "fits", or why it is outside the regime (:func:`claims.why_outside`)."""
     err = np.asarray(r["train_error"], dtype=float)
-    kappa = claims._last_layer_at_end(r["nc2_condition_number"]).ravel()
+    kappa = claims.regime._last_layer_at_end(r["nc2_condition_number"]).ravel()
     e = err.reshape(-1, err.shape[-1])
     return ["fits" if e[i, -1] <= claims.FITS else claims.why_outside(e[i], float(kappa[i]), "fits")
             for i in range(len(e))]

@@ -269,7 +269,8 @@ spec = importlib.util.spec_from_file_location("_codehash_alone", root / "ncbook"
 module = importlib.util.module_from_spec(spec)
 sys.modules[spec.name] = module                  # the standard library alone: no ncbook, no torch
 spec.loader.exec_module(module)
-sources = sorted(p for d in ("ncbook", "tests", "scripts", "benchmarks", "book/_ext") for p in (root / d).glob("*.py"))
+sources = sorted(p for d in ("ncbook", "ncbook/claims", "tests", "scripts", "benchmarks", "book/_ext")
+                 for p in (root / d).glob("*.py"))
 print(json.dumps({str(p.relative_to(root)): hashlib.sha256(module.normal_form_of(p.read_text()).encode()).hexdigest()
                   for p in sources} | {"python": ".".join(map(str, sys.version_info[:3]))}))"""
 

@@ -23,23 +23,53 @@ FLOORS = [
 ]
 
 
-def imports_of(module: str) -> set[str]:
-    """The ncbook modules ``module`` imports, anywhere in its source."""
+CLAIMS_FLOORS = [
+    {"rule", "views"},                                        # the verdict rule; what a claim reads from the arrays
+    {"verdicts"},                                             # a claim's verdict over its runs, and the tallies
+    {"regime"},                                               # a claim evaluated on the runs in its regime
+    {"jacot"},                                                # each paper's claims as data
+    {"tirer"},
+    {"reading"},                                              # the claims read on the stored results
+    {"provenance"},                                           # how each result was made, in words
+    {"render"},                                               # the claims tables as HTML
+]
+"""The floors of the package ncbook/claims/ (issue 73: one module per concern), the same rule inside it."""
+
+
+def sources(module: str, package: Path = PACKAGE) -> list[Path]:
+    """The source files of ``module``: its .py file, or every file of its folder (a package)."""
+    file = package / f"{module}.py"
+    return [file] if file.is_file() else sorted((package / module).glob("*.py"))
+
+
+def imports_of(module: str, package: Path = PACKAGE) -> set[str]:
+    """The modules of ``package`` that ``module`` imports, anywhere in its source (a subpackage's files reach the
+    package's modules with ``..``; their imports of each other are its own graph, :func:`claims_graph`)."""
     out = set()
-    for node in ast.walk(ast.parse((PACKAGE / f"{module}.py").read_text())):
-        if isinstance(node, ast.ImportFrom) and (node.level == 1 or (node.module or "").startswith("ncbook")):
-            name = (node.module or "").removeprefix("ncbook").lstrip(".")
-            if name:
-                out.add(name.split(".")[0])
-            else:                       # from . import m: a module, or a name of the package's __init__
-                out |= {a.name for a in node.names if (PACKAGE / f"{a.name}.py").is_file()}
-        elif isinstance(node, ast.Import):
-            out |= {a.name.split(".")[1] for a in node.names if a.name.startswith("ncbook.")}
+    for path in sources(module, package):
+        up = 0 if path.parent == package else 1             # a file of a subpackage: one more dot to the package
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.level == 1 + up or (node.module or "").startswith("ncbook")):
+                name = (node.module or "").removeprefix("ncbook").lstrip(".")
+                if name:
+                    out.add(name.split(".")[0])
+                else:                   # from . import m: a module, or a name of the package's __init__
+                    out |= {a.name for a in node.names
+                            if (package / f"{a.name}.py").is_file() or (package / a.name).is_dir()}
+            elif isinstance(node, ast.Import):
+                out |= {a.name.split(".")[1] for a in node.names if a.name.startswith("ncbook.")}
     return out - {module}
 
 
 def graph() -> dict[str, set[str]]:
-    return {p.stem: imports_of(p.stem) for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
+    modules = [p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__"]
+    return {m: imports_of(m) for m in modules + [p.parent.name for p in PACKAGE.glob("*/__init__.py")]}
+
+
+def claims_graph() -> dict[str, set[str]]:
+    """The imports of ncbook/claims/'s modules of each other."""
+    package = PACKAGE / "claims"
+    return {p.stem: imports_of(p.stem, package) for p in package.glob("*.py") if p.stem != "__init__"}
 
 
 def test_every_module_has_a_floor():
@@ -88,3 +118,14 @@ def test_the_layout_table_of_docs_details_lists_every_module_on_its_floor():
     rows = [line.split("|")[2] for line in table.splitlines()[2:]]
     named = [set(re.findall(r"`(\w+)`", re.sub(r"\([^()]*(?:\([^()]*\)[^()]*)*\)", "", row))) for row in rows]
     assert named == FLOORS
+
+
+def test_the_claims_package_has_floors_and_small_modules():
+    """ncbook/claims/ (issue 73): every module on a floor, no import up or sideways, none over about 500 lines."""
+    floor = {m: i for i, group in enumerate(CLAIMS_FLOORS) for m in group}
+    edges = claims_graph()
+    assert set(edges) == set(floor)
+    wrong = [f"{m} imports {d}" for m, deps in edges.items() for d in deps if floor[d] >= floor[m]]
+    assert not wrong and find_cycle(edges) is None, wrong
+    sizes = {p.name: len(p.read_text().splitlines()) for p in (PACKAGE / "claims").glob("*.py")}
+    assert max(sizes.values()) <= 500, sizes

@@ -157,7 +157,7 @@ def test_dependencies_are_ranges_and_every_import_is_declared():
     provides = {"scikit-learn": "sklearn", "pillow": "PIL"}
     names = {provides.get(Requirement(r).name, Requirement(r).name) for r in declared}
     imported = set()
-    for path in (ROOT / "ncbook").glob("*.py"):
+    for path in (ROOT / "ncbook").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 imported |= {a.name.split(".")[0] for a in node.names}

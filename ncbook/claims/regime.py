@@ -1,0 +1,151 @@
+"""A claim evaluated on the runs in its regime (:func:`evaluate`), and what the regime is (:data:`REGIMES`)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .rule import LINEAR_VIEWS, NO_EFFECT, PAPER_METRICS, UNPAIRED_VIEWS, Spec, grade, judge
+from .verdicts import Claim, ledger
+from .views import VIEWS
+
+# ----------------------------------------------------------------------------------------------------------------
+# reading a spec: the one function every row goes through
+
+
+def _summary(labels: list[str], groups: list[np.ndarray], fmt: str = ".3g") -> str:
+    def num(x: float) -> str:                 # past 1e12 a condition number or NC1 says "degenerate", not its digits
+        return f"{x:{fmt}}" if not np.isfinite(x) or abs(x) < 1e12 else ">1e12"
+
+    def one(v):
+        v = np.asarray(v, dtype=float).ravel()
+        if np.isnan(v).any():                   # runs outside the regime (or without a value): counted, not listed
+            kept = v[~np.isnan(v)]
+            return f"{kept.size} of {v.size} with a value" + (f", {one(kept)}" if kept.size else "")
+        if v.size > 6:
+            with np.errstate(invalid="ignore", over="ignore"):             # inf among the runs
+                mean, sd = num(np.nanmean(v)), num(np.nanstd(v))
+            return f"{mean}\u00a0±\u00a0{sd} ({num(np.nanmin(v))} to {num(np.nanmax(v))})"
+        return ", ".join(map(num, v))
+    return "; ".join(f"{label}: {one(v)}" for label, v in zip(labels, groups))
+
+
+def _nc_level(spec: Spec, r: dict) -> str:
+    """How near collapse the runs of a row on Tirer et al.'s ablation are, for its ledger: "; NC1 86x Table 1's",
+    the baseline's (the near-collapse regime their perturbation analysis is about; "" for other rows)."""
+    from ..compare import baseline_over_table1, times_text
+    if spec.paper != "Tirer" or "loss" not in spec.args or "nc1_pinv" not in r or "layer_names" not in r:
+        return ""
+    losses = tuple(spec.args.get("losses", ("mse", "ce")))
+    return f"; NC1 {times_text(baseline_over_table1(r, spec.args['loss'], losses))}x Table 1's"
+
+
+def evaluate(spec: Spec, results: dict[str, dict], governing: str = "") -> Claim:
+    """A claims-table row from a :class:`Spec` on cached ``results`` (by experiment name), by :func:`judge`, on the
+    runs in the spec's regime; an existential spec takes its clearest metric."""
+    r = results[spec.result]
+    parts = []
+    in_regime = regime_runs(r, spec.regime, spec.args.get("loss"), spec.args.get("losses")) if spec.regime else None
+    for metric in spec.metrics:
+        name = PAPER_METRICS[spec.paper][metric]
+        with warnings.catch_warnings():         # the runs outside the regime are NaN: empty means, all-NaN slices
+            warnings.simplefilter("ignore", RuntimeWarning)
+            labels, groups = VIEWS[spec.view](in_regime_only(r, name, spec.regime) if spec.regime else r, name,
+                                              **spec.args)
+        j = judge(groups, spec.criterion, paired=spec.view not in UNPAIRED_VIEWS, common=bool(spec.regime),
+                  log=spec.view not in LINEAR_VIEWS)
+        k = f"{int(j.holds.sum())}/{j.holds.size} hold"
+        parts.append((j, (f"{metric} ({name}; {k}) " if len(spec.metrics) > 1 else "") + _summary(labels, groups)))
+    judged = [j for j, _ in parts]
+    if spec.exists:                             # one clear case is enough: the best metric's judgement
+        rank = {v: i for i, v in enumerate(("reproduced", "partly", NO_EFFECT, "not reproduced"))}
+        judged = [min(judged, key=lambda j: rank[grade(int(j.holds.sum()), j.holds.size, j.direction,
+                                                       j.separated, j.some_clear)])]
+    seps = [j.separated for j in judged if j.separated is not None]
+    margins = [j.margin_runs for j in judged if j.margin_runs is not None]
+    runs = spec.runs + (f" x {len(judged)} metrics" if len(judged) > 1 else "")
+    return Claim(spec.where, spec.claim, np.concatenate([j.holds for j in judged]), runs,
+                 "; ".join(text for _, text in parts), all(seps) if seps else None, spec.sentence, governing,
+                 metric=", ".join(f"{m} = {PAPER_METRICS[spec.paper][m]}" for m in spec.metrics),
+                 criterion=spec.criterion.text + ("; one metric with a clear case is enough (\"can\")"
+                                                  if spec.exists else ""),
+                 direction=all(j.direction for j in judged), precondition=spec.precondition,
+                 outside=sum(j.outside for j in judged), some_clear=any(j.some_clear for j in judged),
+                 margin_runs=min(margins) if margins else None,
+                 ledger=(ledger(*in_regime, spec.regime) + _nc_level(spec, r)) if in_regime else "",
+                 in_regime=in_regime[:2] if in_regime else None, view=spec.view, failed_design=spec.failed_design,
+                 source=spec.result + (f", {spec.args['loss']}" if "loss" in spec.args else ""))
+
+
+FITS = 0.01
+"""A run fits its data when its training error at the end is at most this (1%: a handful of digits at the book's
+scale; the chapters' figures read the same runs). The book's reading of the "interpolating" networks that Jacot et
+al.'s claims are about: the paper prints no training error."""
+
+REGIMES = {"fits": FITS, "zero error": 0.0}
+"""The regimes a claim's theory is about, as the largest training error at the end of a run in it: Jacot et al.'s
+networks that fit their data (:data:`FITS`), Tirer et al.'s zero training error (Sec. 6)."""
+
+
+def fits(r: dict, regime: str = "fits") -> np.ndarray:
+    """Per run (the leading axes of ``train_error``), whether it is in ``regime`` at the end (:data:`REGIMES`)."""
+    return np.asarray(r["train_error"])[..., -1] <= REGIMES[regime]
+
+
+def in_regime_only(r: dict, name: str, regime: str = "fits") -> dict:
+    """The result with metric ``name`` (and the class means' Gram matrices) NaN on every run outside ``regime``."""
+    ok, out = fits(r, regime), dict(r)
+    for key in {name, "class_mean_cosines"} & set(r):
+        v = np.asarray(r[key], dtype=float)
+        out[key] = np.where(ok.reshape(ok.shape + (1,) * (v.ndim - ok.ndim)), v, np.nan)
+    return out
+
+
+
+GIVEN_UP = 1e3
+"""A run has given up classes when the condition number of its class means at the last layer is at least this at the
+end (two or more class means on one line: NC2's κ of an ETF is 1)."""
+
+
+def why_outside(error: np.ndarray, kappa: float, regime: str, classes: int = 10) -> str:
+    """Why one run is outside ``regime``, from its training error per record and its class means' condition number
+    at the last layer at the end: "dead" (it predicts one class), "gave up classes" (κ >= :data:`GIVEN_UP`), "still
+    falling" (its error fell by 5% or more over the last fifth of training), "stuck" (none of these); under "zero
+    error", a run that fits but keeps a few errors is "not at zero error"."""
+    end = float(error[-1])
+    if regime == "zero error" and end <= FITS:
+        return "not at zero error"
+    if end >= 1 - 1 / classes - FITS:
+        return "dead"
+    if kappa >= GIVEN_UP:
+        return "gave up classes"
+    if len(error) >= 5 and end <= 0.95 * error[int(0.8 * (len(error) - 1))]:
+        return "still falling"
+    return "stuck"
+
+
+def _last_layer_at_end(v: np.ndarray) -> np.ndarray:
+    """[..., record, layer] -> [...]: the value at the end at the last layer with one (heads of several depths are
+    padded with NaN)."""
+    end = np.asarray(v, dtype=float)[..., -1, :]
+    last = (~np.isnan(end)).cumsum(-1).argmax(-1)
+    return np.take_along_axis(end, last[..., None], -1)[..., 0]
+
+
+def regime_runs(r: dict, regime: str, loss: str | None = None,
+                losses: tuple[str, ...] | None = None) -> tuple[int, int, dict[str, int]]:
+    """How many of the result's runs (those of ``loss`` where the result has several) are in ``regime``, of how many,
+    and why the others are not (:func:`why_outside`), by reason."""
+    err = np.asarray(r["train_error"], dtype=float)
+    kappa = (_last_layer_at_end(r["nc2_condition_number"]) if "nc2_condition_number" in r
+             else np.zeros(err.shape[:-1]))
+    if loss is not None and losses is not None and err.shape[0] == len(losses):
+        err, kappa = err[losses.index(loss)], kappa[losses.index(loss)]
+    err, kappa = err.reshape(-1, err.shape[-1]), np.broadcast_to(kappa, err.shape[:-1]).ravel()
+    ok = err[:, -1] <= REGIMES[regime]
+    reasons: dict[str, int] = {}
+    for i in np.flatnonzero(~ok):
+        why = why_outside(err[i], float(kappa[i]), regime)
+        reasons[why] = reasons.get(why, 0) + 1
+    return int(ok.sum()), int(ok.size), dict(sorted(reasons.items()))
