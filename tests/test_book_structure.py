@@ -125,35 +125,6 @@ def test_captions_name_panels_by_their_order_not_their_place(md: Path):
         assert not place, f"{md.stem}: a caption names a panel by its place ({place.group(0)!r}): say which panel"
 
 
-def _printed_text(*chapters: str) -> str:
-    """Everything the executed chapters print (text and HTML outputs), whitespace collapsed."""
-    out = []
-    for name in chapters:
-        for cell in json.loads((BOOK / f"{name}.ipynb").read_text())["cells"]:
-            for o in cell.get("outputs", []):
-                out += [''.join(o.get("text", "")), *(''.join(v) for k, v in o.get("data", {}).items()
-                                                      if k in ("text/plain", "text/html"))]
-    return re.sub(r"\s+", " ", " ".join(out))
-
-
-def test_results_index_counts_are_the_chapters_counts():
-    """Every 'k of n' the Results index quotes for Part IV is one that chapters 8 or 9 print from the arrays, so
-    remade results that move a count fail here until the index says what the chapters now compute."""
-    index = (BOOK / "results_index.md").read_text()
-    part_iv = re.sub(r"\s+", " ", index[index.index("**Tirer et al., Fig. 1 (spectrum"):
-                                         index.index("## Every statement of the book")])
-    printed = _printed_text("ch08_jacot_experiments", "ch09_tirer_experiments")
-    counts = re.findall(r"\b(\d+)(?: (?:and|or) \d+)? of (\d+) (?!claims|rows)", part_iv)
-    assert len(counts) >= 5
-    missing = [f"{k} of {n}" for k, n in counts if f"{k} of {n}" not in printed]
-    assert not missing, f"the Results index quotes counts no chapter prints: {missing}"
-    # and every measured value it quotes (a decimal, a percentage, an n-fold) is one they print
-    values = re.findall(r"(?<![\w.$\\{])\d[\d,]*\.\d+%?|(?<![\w.$\\{-])\d+%|\d+(?:\.\d+)?-fold", part_iv)
-    assert len(values) >= 5
-    missing = [v for v in values if v not in printed]
-    assert not missing, f"the Results index quotes values no chapter prints: {missing}"
-
-
 def _reading_minutes(text: str) -> int:
     """A chapter's prose (code cells left out) at 50 words a minute, rounded to 5 minutes (the instructors' page)."""
     import re

@@ -21,6 +21,11 @@ the buttons are dropped until the book has a public repository.
 5. Exercise bars. A self-checking exercise's answer and check cells are folded, and myst-nb labels every folded cell
 "Show code cell source": two identical bars under each exercise. They are labelled by what they hold (the cells'
 tags ``answer`` and ``check``).
+
+6. Pasted values stay current. A page that pastes a value glued in another notebook (``{glue:text}`
+`ch08_jacot_experiments.ipynb::key```, the Results index) is read again whenever that notebook changed: Sphinx does
+not know the dependency, and an incremental build (``make book`` twice) kept the page with the values it pasted
+before.
 """
 
 from __future__ import annotations
@@ -88,7 +93,25 @@ def _label_exercise_bars(app, doctree, docname) -> None:
                 node["prompt_show"], node["prompt_hide"] = show, hide
 
 
+_PASTED_FROM = re.compile(r"\{glue(?::\w+)?\}`([^`:]+)\.ipynb::")
+
+
+def _pasting_pages_follow_their_notebooks(app, env, added, changed, removed) -> list[str]:
+    """The pages that paste from a notebook that changed (point 6), to be read again."""
+    updated = {Path(d).as_posix() for d in (*added, *changed)}
+    out = []
+    for doc in env.found_docs:
+        source = Path(env.doc2path(doc))
+        if doc in updated or source.suffix != ".md" or not source.is_file():
+            continue
+        folder = Path(doc).parent
+        if any((folder / name).as_posix() in updated for name in _PASTED_FROM.findall(source.read_text())):
+            out.append(doc)
+    return out
+
+
 def setup(app):
+    app.connect("env-get-outdated", _pasting_pages_follow_their_notebooks)
     app.connect("doctree-resolved", _label_exercise_bars)
     app.connect("config-inited", launch_buttons_need_a_repository)
     app.connect("html-page-context", _dedupe, priority=900)

@@ -345,3 +345,41 @@ def ledger(m: int, n: int, reasons: dict[str, int], regime: str) -> str:
     out = f"judged on {m} of {n} runs " + ("that fit" if regime == "fits" else "at zero error")
     said = reasons and set(reasons) != {"not at zero error"}
     return out + (" (" + ", ".join(f"{k} {w}" for w, k in reasons.items()) + ")" if said else "")
+
+
+def figure_summary(claims: list[Claim], figure: str) -> str:
+    """A figure's (or table's) status in one generated line, for the pages that summarise Part IV (the Results
+    index): its verdict (:func:`figure_verdicts`), its claims by verdict, its rows not reached and its precondition,
+    and for each set of runs its rows read, how many were in the regime and why the others were not (their ledger):
+    "partly (4 claims: 3 partly, 1 no clear effect; 4 rows not reached, not counted; precondition partly met); runs in
+    the regime: Fig. 2, MLP, 8,000 steps: 19 of 30 runs that fit (3 dead, 8 gave up classes); ...". Pasted with
+    ``{glue:text}``, never typed, so that remaking a run cannot leave it behind."""
+    rows = [c for c in claims if figure_of(c.where) == figure]
+    if not rows:
+        raise ValueError(f"no claims row is about {figure!r}")
+    grouped = by_claim(rows)
+    proper = [g for g in grouped if not g.precondition and g.verdict != NOT_REACHED]
+    counts = ", ".join(f"{n} {v}" for v in VERDICTS if (n := sum(g.verdict == v for g in proper)))
+    parts = [f"{len(proper)} claim{'s' * (len(proper) != 1)}" + (f": {counts}" if counts else "")]
+    unreached = sum(c.verdict == NOT_REACHED for c in counted(rows))
+    parts += [f"{unreached} row{'s' * (unreached != 1)} not reached, not counted"] if unreached else []
+    parts += [f"precondition {g.verdict}" for g in grouped if g.precondition]
+    out = f"{figure_verdicts(rows).get(figure, NOT_REACHED)} ({'; '.join(parts)})"
+    judged: dict[str, str] = {}
+    for c in counted(rows):
+        if c.ledger and not c.failed_design:
+            judged.setdefault(c.source, f"{c.where}: {c.ledger.removeprefix('judged on ').replace('; ', ', ')}")
+    return out + ("; runs in the regime: " + "; ".join(judged.values()) if judged else "")
+
+
+def figure_key(paper: str, figure: str) -> str:
+    """The glue key of a figure's summary: ("Jacot", "Fig. 2") -> "jacot-fig-2", ("Tirer", "App. E.1") ->
+    "tirer-app-e1"."""
+    return f"{paper}-{figure}".lower().replace(". ", "-").replace(".", "").replace(" ", "-")
+
+
+def figure_summaries(paper: str, claims: list[Claim]) -> dict[str, str]:
+    """Every figure's (and table's) :func:`figure_summary` of ``paper``'s claims table, by :func:`figure_key`: what
+    chapters 8 and 9 glue, and what a test recomputes from the arrays."""
+    figures = sorted({figure_of(c.where) for c in counted(claims)})
+    return {figure_key(paper, f): figure_summary(claims, f) for f in figures}

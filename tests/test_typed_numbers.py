@@ -1,0 +1,136 @@
+"""Words that cannot drift (issue 73): a number about our runs on a summarising page is pasted, never typed.
+
+Two checks. :func:`typed_numbers` finds every number left in a page's prose once glue roles, other roles, math,
+code, links, bold titles (the papers' own figure titles) and figure, table and section labels are taken out; a page
+listed in :data:`PAGES` must have none but those of :data:`ALLOWED`, each with why it may stay. And every value such a
+page pastes (``{glue:text}`` from chapters 8 and 9) is recomputed here from the shipped arrays, by the claims data,
+and must equal what the chapter stored, which is what the page shows.
+
+Pages covered so far: the Results index's Part IV section. Chapters 8 and 9's own prose and the front page's Part IV
+paragraph still hold typed numbers (issue 73, points 1 and 3: to be moved to glue page by page, then listed here).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from ncbook import claims
+from ncbook.registry import get_experiment
+
+BOOK = Path(__file__).resolve().parents[1] / "book"
+
+PAGES = {"results_index.md": ("## Figures and tables of the papers", "## Every statement of the book")}
+"""Each page checked, with the headings its checked part starts at and ends before."""
+
+ALLOWED: dict[str, str] = {}
+"""Numbers that may stay typed on a checked page (the text around them -> why). Empty: the papers' constants on the
+Results index are in math or in the papers' own figure titles, which :func:`prose` leaves out."""
+
+CHAPTERS = {"Jacot": "ch08_jacot_experiments", "Tirer": "ch09_tirer_experiments"}
+
+_SKIPPED = [
+    r"\{[\w:-]+\}`[^`]*`",                                   # a role: {glue:text}`...`, {numref}`...`, {ref}`...`
+    r"\$\$.*?\$\$", r"\$[^$]*\$",                            # math
+    r"`[^`]*`",                                              # code
+    r"\[[^\]]*\]\([^)]*\)",                                  # a link
+    r"\*\*[^*]*\*\*",                                        # a bold title: the paper's figure and its title
+    r"\b(?:Figs?|Tables?|Secs?|App|Thm|Eq|Prop|Lemma|Cor)\.?\s*[A-Z]?\d+(?:\.\d+)*(?:\s*\([a-z]\))?"
+    r"(?:\s*(?:,|and|/)\s*[A-Z]?\d+(?:\s*\([a-z]\))?)*",   # a figure, table or section label: "Figs. 4c and 5c"
+    r"\b[Cc]hapters?\s+\d+(?:\s*(?:,|and)\s*\d+)*",            # a chapter: "chapters 8 and 9"
+]
+_NUMBER = re.compile(r"(?<![\w.\-/])\d[\d,]*(?:\.\d+)?%?(?![\w\-])")
+
+
+def prose(text: str) -> str:
+    """``text`` without what may hold numbers that are not about our runs (:data:`_SKIPPED`)."""
+    for pattern in _SKIPPED:
+        text = re.sub(pattern, " ", text, flags=re.S)
+    return text
+
+
+def typed_numbers(text: str, allowed: dict[str, str] = ALLOWED) -> list[str]:
+    """The numbers typed into the prose of ``text``, each with the words around it; none from :data:`ALLOWED`."""
+    for phrase in allowed:
+        text = text.replace(phrase, " ")
+    flat = " ".join(prose(text).split())
+    return [flat[max(m.start() - 30, 0):m.end() + 30] for m in _NUMBER.finditer(flat)]
+
+
+def checked_part(page: str) -> str:
+    text = (BOOK / page).read_text()
+    start, end = PAGES[page]
+    return text[text.index(start):text.index(end)]
+
+
+def pasted_keys(text: str) -> list[tuple[str, str]]:
+    """Every (notebook, key) that ``text`` pastes from another page."""
+    return re.findall(r"\{glue:text\}`(\w+)\.ipynb::([\w.-]+)(?::\w*)?`", text)      # path::key:format
+
+
+def stored_glue(chapter: str) -> dict[str, str]:
+    """The values chapter ``chapter`` glued when it was executed (what the built page shows)."""
+    out = {}
+    for cell in json.loads((BOOK / f"{chapter}.ipynb").read_text())["cells"]:
+        for o in cell.get("outputs", []):
+            book = o.get("metadata", {}).get("scrapbook", {})
+            if book.get("name"):                 # a str's repr, under glue's mime prefix (display=False)
+                out[book["name"]] = ast.literal_eval("".join(o["data"][book["mime_prefix"] + "text/plain"]))
+    return out
+
+
+def recomputed(paper: str, results: dict | None = None) -> dict[str, str]:
+    """Every figure summary of ``paper``'s claims table, from the shipped arrays (or ``results``)."""
+    results = results if results is not None else claims.cached_results(paper, "cpu")
+    if paper == "Jacot":
+        rows = claims.jacot_claims(results, "cpu")
+    else:
+        rows = claims.tirer_claims(results, get_experiment("tirer_wd_ablation").config("cpu").losses,
+                                   get_experiment("tirer_blur").config("cpu").blurred, "cpu")
+    return claims.figure_summaries(paper, rows)
+
+
+def stale(paper: str, results: dict | None = None) -> list[str]:
+    """The keys whose stored value differs from the one the arrays give now."""
+    stored, now = stored_glue(CHAPTERS[paper]), recomputed(paper, results)
+    return sorted(k for k in now if stored.get(k) != now[k]) + sorted(set(stored) - set(now))
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+def test_no_number_about_our_runs_is_typed(page):
+    found = typed_numbers(checked_part(page))
+    assert not found, f"{page}: numbers typed into the prose (paste them with glue): {found}"
+
+
+def test_a_planted_number_is_found_and_labels_math_and_roles_are_not():
+    part = checked_part("results_index.md")
+    planted = part.replace("Every ablation row is judged", "Every ablation row is judged on 9 of 30 runs and", 1)
+    assert planted != part and [f for f in typed_numbers(planted) if "9 of 30" in f]
+    assert typed_numbers("NC1 0.76 to 0.19 in 6 of 6 runs, 42% of them, 1,000 epochs") != []
+    assert len(typed_numbers("NC1 0.76 to 0.19 in 6 of 6 runs, 42% of them, 1,000 epochs")) == 6
+    assert typed_numbers("Figs. 4c and 5c, Fig. 2 (right), Table 1, App. E.1, $\\lambda_W=5\\cdot10^{-5}$, "
+                         "{numref}`fig-2`, `ch08::k`, **Fig. 1 (ResNet20 with 3 ReLU)**, CIFAR-10, MNIST-5k, "
+                         "ResNet18") == []
+
+
+@pytest.mark.parametrize("paper", list(CHAPTERS))
+def test_every_pasted_summary_is_the_one_the_arrays_give(paper):
+    """Recomputed from the shipped arrays by the claims data, not read from the notebook: each summary the chapter
+    stored (and the Results index pastes) is the current one, and every key the Results index pastes exists."""
+    assert not stale(paper), f"{CHAPTERS[paper]}.ipynb's glued summaries are stale: re-execute it"
+    keys = {k for nb, k in pasted_keys(checked_part("results_index.md")) if nb == CHAPTERS[paper]}
+    assert keys and keys <= set(stored_glue(CHAPTERS[paper])), keys - set(stored_glue(CHAPTERS[paper]))
+
+
+def test_a_changed_array_makes_the_pasted_summary_stale():
+    """The recomputation reads the arrays: a result whose runs all stop fitting changes Fig. 4's summary."""
+    results = claims.cached_results("Jacot", "cpu")
+    name = next(k for k in results if k.startswith("jacot_mlp@"))
+    changed = dict(results[name])
+    changed["train_error"] = changed["train_error"] * 0 + 0.5            # no seed fits any more
+    assert "jacot-fig-4" in stale("Jacot", results | {name: changed})
+    assert not stale("Jacot", results)
