@@ -1,4 +1,5 @@
-"""Write the 'made with' and 'wall time' columns of results/README.md's table from the manifests' provenance.
+"""Write the 'made with' and 'wall time' columns of results/README.md's table, and its totals sentence (between
+``<!-- totals -->`` and ``<!-- /totals -->``), from the manifests' provenance.
 
     python scripts/results_table.py          # rewrite the two columns in place
     python scripts/results_table.py --check  # fail if they differ, or a row and a result do not pair up
@@ -41,8 +42,25 @@ def manifests() -> dict[str, dict]:
             for path in sorted((ROOT / "results").glob("*/*.json"))}
 
 
+TOTALS = ("<!-- totals -->", "<!-- /totals -->")
+
+
+def totals(provenances: dict[str, dict]) -> str:
+    """The totals sentence: how many results at each scale and their recorded wall time, from the manifests."""
+    by_scale: dict[str, list[float]] = {}
+    for name, prov in provenances.items():
+        by_scale.setdefault(name.split("/")[1].split("--")[0], []).append(prov["wall_time_s"])
+    parts = [f"{len(times)} at the `{scale}` scale, {sum(times) / 3600:.2f} h of recorded wall time"
+             for scale, times in sorted(by_scale.items())]
+    return f"{len(provenances)} shipped results: " + "; ".join(parts) + "."
+
+
 def rewrite(text: str, provenances: dict[str, dict]) -> tuple[str, list[str]]:
-    """The README with the two columns rewritten, and the problems found (rows without a result and back)."""
+    """The README with the two columns and the totals sentence rewritten, and the problems found (rows without a
+    result and back, no totals markers)."""
+    start, end = TOTALS
+    if start in text and end in text:
+        text = text[:text.index(start) + len(start)] + totals(provenances) + text[text.index(end):]
     lines, seen, problems = [], set(), []
     for line in text.splitlines():
         cells = line.split(" | ")
@@ -57,6 +75,8 @@ def rewrite(text: str, provenances: dict[str, dict]) -> tuple[str, list[str]]:
         lines.append(line)
     problems += [f"results/README.md has no row for the shipped result `{name}`"
                  for name in provenances if name not in seen]
+    if start not in text or end not in text:
+        problems.append(f"results/README.md has no totals sentence ({start} ... {end})")
     return "\n".join(lines) + "\n", problems
 
 

@@ -148,6 +148,12 @@ def test_results_table_notices_a_missing_row_and_a_wrong_commit():
     assert problems == [f"results/README.md lists `{name}`, which is not a shipped result"]
     edited = text.replace(f"at {prov['git_commit'][:7]} |", "at 0000000 |", 1)
     assert edited != text and table.rewrite(edited, provenances)[0] == text
+    # the totals sentence is the manifests' (issue 73: "7.11 h" was typed where they total 7.31 h)
+    longer = provenances | {name: prov | {"wall_time_s": prov["wall_time_s"] + 36_000}}
+    assert table.rewrite(text, longer)[0] != text and "h of recorded wall time" in table.totals(provenances)
+    assert table.totals(provenances) in text
+    unmarked = text.replace(table.TOTALS[0], "", 1)
+    assert table.rewrite(unmarked, provenances)[1][-1].startswith("results/README.md has no totals sentence")
 
 
 @pytest.mark.parametrize("how", ["stopped", "killed", "without a clock"])
