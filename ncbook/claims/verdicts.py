@@ -378,8 +378,46 @@ def figure_key(paper: str, figure: str) -> str:
     return f"{paper}-{figure}".lower().replace(". ", "-").replace(".", "").replace(" ", "-")
 
 
+def paper_summary(claims: list[Claim]) -> str:
+    """A paper's claims table in one generated line, for the front page: its figures and tables grouped by verdict
+    (:func:`figure_verdicts`: "Figs. 1, 2, 3 and 4 in part"), then its claims judged, by verdict (the rows not
+    reached and the preconditions are in the chapter's caption, :func:`verdict_counts`)."""
+    names = {"reproduced": "reproduced", "partly": "in part", "not reproduced": "not reproduced",
+             NO_EFFECT: "with no clear effect"}
+    found = figure_verdicts(claims)
+    groups = []
+    for verdict, word in names.items():
+        figures = [f for f in sorted(found, key=_figure_order) if found[f] == verdict and f.startswith(("Fig", "Tab"))]
+        if figures:
+            groups.append(f"{_joined(figures)} {word}")
+    proper = [g for g in by_claim(claims) if not g.precondition and g.verdict != NOT_REACHED]
+    counts = ", ".join(f"{n} {v}" for v in VERDICTS if (n := sum(g.verdict == v for g in proper)))
+    return "; ".join(groups) + f" (of {len(proper)} claims: {counts})"
+
+
+def _figure_order(figure: str) -> tuple[str, int]:
+    kind, _, number = figure.partition(" ")
+    return (kind, int(number) if number.isdigit() else 0)
+
+
+def _joined(figures: list[str]) -> str:
+    """["Fig. 1", "Fig. 2", "Table 1"] -> "Figs. 1 and 2 and Table 1"."""
+    by_kind: dict[str, list[str]] = {}
+    for f in figures:
+        kind, _, number = f.partition(" ")
+        by_kind.setdefault(kind, []).append(number)
+    parts = []
+    for kind, numbers in by_kind.items():
+        plural = {"Fig.": "Figs.", "Table": "Tables"}.get(kind, kind) if len(numbers) > 1 else kind
+        listed = numbers[0] if len(numbers) == 1 else ", ".join(numbers[:-1]) + " and " + numbers[-1]
+        parts.append(f"{plural} {listed}")
+    return " and ".join(parts)
+
+
 def figure_summaries(paper: str, claims: list[Claim]) -> dict[str, str]:
-    """Every figure's (and table's) :func:`figure_summary` of ``paper``'s claims table, by :func:`figure_key`: what
-    chapters 8 and 9 glue, and what a test recomputes from the arrays."""
+    """Every figure's (and table's) :func:`figure_summary` of ``paper``'s claims table, by :func:`figure_key`, and
+    the whole table's :func:`paper_summary` under "<paper>-paper": what chapters 8 and 9 glue for the Results index
+    and the front page, and what a test recomputes from the arrays."""
     figures = sorted({figure_of(c.where) for c in counted(claims)})
-    return {figure_key(paper, f): figure_summary(claims, f) for f in figures}
+    out = {figure_key(paper, f): figure_summary(claims, f) for f in figures}
+    return out | {f"{paper.lower()}-paper": paper_summary(claims)}
