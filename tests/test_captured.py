@@ -50,12 +50,15 @@ def malloc_debug() -> dict[str, str]:
     return env | ({"LD_PRELOAD": str(found[0])} if found else {})
 
 
-def child(call: str, env: dict[str, str] | None = None, script: list[str] | None = None,
-          timeout: float = 1800) -> subprocess.CompletedProcess:
-    """``call`` (an expression on this module, ``t``) or ``script`` (a command line) in a fresh Python process under
-    :func:`malloc_debug`, with ``env`` added. The timeout only guards against a hang."""
+def python(call: str) -> list[str]:
+    """The command line that runs ``call`` (an expression on this module, ``t``) in a fresh Python."""
+    return [sys.executable, "-c", f"import test_captured as t; {call}"]
+
+
+def child(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 1800) -> subprocess.CompletedProcess:
+    """``cmd`` in a process of its own under :func:`malloc_debug`, with ``env`` added (this module importable). The
+    timeout only guards against a hang."""
     path = os.pathsep.join(p for p in (str(TESTS), str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
-    cmd = script or [sys.executable, "-c", f"import test_captured as t; {call}"]
     return subprocess.run(cmd, cwd=ROOT, env=os.environ | {"PYTHONPATH": path} | malloc_debug() | (env or {}),
                           capture_output=True, text=True, timeout=timeout)
 
@@ -65,7 +68,7 @@ def in_child(call: str, env: dict[str, str] | None = None) -> str:
     and the child's last output. Returns what it printed."""
     from ncbook.batch import exit_description
 
-    done = child(call, env)
+    done = child(python(call), env)
     if done.returncode != 0:
         pytest.fail(f"{call} in a child process: {exit_description(done.returncode)}\n"
                     f"{(done.stdout + done.stderr)[-4000:]}", pytrace=False)
@@ -211,8 +214,8 @@ def test_a_graph_cached_under_one_cpu_is_not_run_under_another(tmp_path):
     (test_train_modules_captured_step_gives_the_eager_weights runs the CPUs in turn on one cache)."""
     cache = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}
     with_graph_cache = "t.module_case({'layout_optimization': False})"
-    assert child(with_graph_cache, CPUS["avx2"] | cache).returncode == 0
-    assert child(with_graph_cache, CPUS["native"] | cache).returncode != 0
+    assert child(python(with_graph_cache), CPUS["avx2"] | cache).returncode == 0
+    assert child(python(with_graph_cache), CPUS["native"] | cache).returncode != 0
 
 
 @pytest.mark.slow
@@ -231,13 +234,9 @@ def test_a_result_made_with_captured_steps_says_so_and_how(tmp_path):
 
 
 def has_avx2() -> bool:
-    return "avx2" in (torch.backends.cpu.get_cpu_capability().lower() + " " + " ".join(_cpu_flags()))
-
-
-def _cpu_flags() -> list[str]:
     from ncbook.cache import cpu_description
 
-    return cpu_description()["cpu_flags"]
+    return "avx2" in cpu_description()["cpu_flags"]
 
 
 @pytest.mark.slow
@@ -252,9 +251,9 @@ def test_the_upstream_fault_is_still_there_and_a_crash_is_one_failed_test(tmp_pa
 
     avx2 = CPUS["avx2"] | {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}
     repro = [sys.executable, str(ROOT / "scripts" / "repro_onednn_avx2.py")]
-    last, first = (child("", avx2, script=[*repro, layout]) for layout in ("channels_last", "channels_first"))
+    last, first = (child([*repro, layout], avx2) for layout in ("channels_last", "channels_first"))
     assert last.returncode < 0, f"the reproducer no longer fails ({last.stdout.strip()}): see the docstring"
     assert first.returncode == 0 and first.stdout.startswith("ok"), first.stderr[-2000:]
-    unfixed = child("t.module_case({})", avx2)
+    unfixed = child(python("t.module_case({})"), avx2)
     assert unfixed.returncode < 0, "the captured step without CPU_COMPILE_OPTIONS did not crash under AVX2"
     assert exit_description(unfixed.returncode).startswith("killed by SIG")

@@ -239,13 +239,23 @@ VERDICTS = ("reproduced", "partly", "not reproduced", NO_EFFECT)
 """The verdicts a counted claim can have (a row not reached is counted apart)."""
 
 
+def _judged(claims: list[Claim]) -> list[ClaimRows]:
+    """The claims proper (not preconditions) that the reproduction reached: those a verdict is counted for."""
+    return [g for g in by_claim(claims) if not g.precondition and g.verdict != NOT_REACHED]
+
+
+def _nonzero_counts(judged: list[ClaimRows]) -> str:
+    """"3 reproduced, 1 no clear effect": each verdict that some of ``judged`` have, with how many."""
+    return ", ".join(f"{n} {v}" for v in VERDICTS if (n := sum(g.verdict == v for g in judged)))
+
+
 def verdict_counts(claims: list[Claim]) -> str:
     """How many claims (sentences, :func:`by_claim`) are reproduced, partly, not reproduced, of no clear effect, of
     how many, in how many rows; the rows and claims the reproduction did not reach, not counted; then the
     preconditions, apart and never counted."""
     grouped = by_claim(claims)
     unreached = [g for g in grouped if not g.precondition and g.verdict == NOT_REACHED]
-    proper = [g for g in grouped if not g.precondition and g.verdict != NOT_REACHED]
+    proper = _judged(claims)
     counts = {v: sum(g.verdict == v for g in proper) for v in VERDICTS}
     n_rows = sum(c.verdict != NOT_REACHED for c in counted(claims))
     out = ", ".join(f"{n} {v}" for v, n in counts.items() if n or v != NO_EFFECT)
@@ -357,13 +367,11 @@ def figure_summary(claims: list[Claim], figure: str) -> str:
     rows = [c for c in claims if figure_of(c.where) == figure]
     if not rows:
         raise ValueError(f"no claims row is about {figure!r}")
-    grouped = by_claim(rows)
-    proper = [g for g in grouped if not g.precondition and g.verdict != NOT_REACHED]
-    counts = ", ".join(f"{n} {v}" for v in VERDICTS if (n := sum(g.verdict == v for g in proper)))
+    proper, counts = _judged(rows), _nonzero_counts(_judged(rows))
     parts = [f"{len(proper)} claim{'s' * (len(proper) != 1)}" + (f": {counts}" if counts else "")]
     unreached = sum(c.verdict == NOT_REACHED for c in counted(rows))
     parts += [f"{unreached} row{'s' * (unreached != 1)} not reached, not counted"] if unreached else []
-    parts += [f"precondition {g.verdict}" for g in grouped if g.precondition]
+    parts += [f"precondition {g.verdict}" for g in by_claim(rows) if g.precondition]
     out = f"{figure_verdicts(rows).get(figure, NOT_REACHED)} ({'; '.join(parts)})"
     judged: dict[str, str] = {}
     for c in counted(rows):
@@ -390,9 +398,8 @@ def paper_summary(claims: list[Claim]) -> str:
         figures = [f for f in sorted(found, key=_figure_order) if found[f] == verdict and f.startswith(("Fig", "Tab"))]
         if figures:
             groups.append(f"{_joined(figures)} {word}")
-    proper = [g for g in by_claim(claims) if not g.precondition and g.verdict != NOT_REACHED]
-    counts = ", ".join(f"{n} {v}" for v in VERDICTS if (n := sum(g.verdict == v for g in proper)))
-    return "; ".join(groups) + f" (of {len(proper)} claims: {counts})"
+    proper = _judged(claims)
+    return "; ".join(groups) + f" (of {len(proper)} claims: {_nonzero_counts(proper)})"
 
 
 def _figure_order(figure: str) -> tuple[str, int]:
