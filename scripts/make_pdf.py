@@ -35,8 +35,14 @@ def toc_pages(toc_file: Path = ROOT / "_toc.yml") -> list[str]:
     """Every page of the book, in table-of-contents order (paths without suffix, as in ``_toc.yml``)."""
     toc = yaml.safe_load(Path(toc_file).read_text())
     pages = [toc["root"]]
+
+    def add(entries: list[dict]) -> None:
+        for entry in entries:                   # a chapter, then its pages (Part IV: a hub, then a page per figure)
+            pages.append(entry["file"])
+            add(entry.get("sections", []))
+
     for part in toc.get("parts", []):
-        pages += [c["file"] for c in part["chapters"]]
+        add(part["chapters"])
     return [str(Path(p).with_suffix("")) for p in pages]
 
 

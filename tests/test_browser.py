@@ -467,17 +467,48 @@ def test_no_output_scrolls_sideways_on_a_phone(browser, built_book: Path, page: 
     assert not wide, f"{page}: {len(wide)} output blocks scroll sideways at 390 px: {wide[:3]}"
 
 
-def test_each_claims_group_links_to_our_figure_and_the_paper(built_book: Path):
-    """Issue 62, point 2: the claims tables' figure headings link to the chapter's figure that reproduces it (an id on
-    the same page) and to the paper; every paper figure with a claims row and a figure of ours has both links."""
+def test_each_claims_row_links_to_the_figure_of_its_experiment_and_the_paper(built_book: Path):
+    """Issues 62 and 73: every link of a claims table to "our figure" (a group's heading and each row's "(fig.)")
+    opens a page of Part IV at a figure whose caption names the experiment the row reads (the ResNet sweep's rows
+    open the ResNet sweep's figure), and each heading links the paper too."""
+    from ncbook import claims
+
+    experiment_of = {f"{page}.html#{anchor}": name.split("@")[0] for name, (page, anchor) in claims.FIGURES.items()}
     for page, paper in (("book/ch08_jacot_experiments", "2410.04887"), ("book/ch09_tirer_experiments", "2210.16658")):
         text = (built_book / f"{page}.html").read_text()
         table = text[text.index("<table class='ncbook-claims'>"):]
         table = table[:table.index("</table>")]
-        ours = re.findall(r"<a href='#([\w-]+)'>ours</a>, <a href='https://arxiv.org/abs/([\d.]+)'>paper</a>", table)
-        assert len(ours) >= 5, (page, ours)
-        for anchor, arxiv in ours:
-            assert f'id="{anchor}"' in text and arxiv == paper, (page, anchor)
+        ours = re.findall(r"<a href='([\w.-]+#[\w-]+)'>ours</a>, <a href='https://arxiv.org/abs/([\d.]+)'>paper</a>",
+                          table)
+        rows = re.findall(r"class='claim-fig' href='([\w.-]+#[\w-]+)'", table)
+        assert len(ours) >= 5 and len(rows) >= 10, (page, ours, rows)
+        assert all(arxiv == paper for _, arxiv in ours), page
+        for link in {link for link, _ in ours} | set(rows):
+            target, anchor = link.split("#")
+            html = (built_book / page).parent.joinpath(target).read_text()
+            at = html.find(f'id="{anchor}"')
+            assert at >= 0, (page, link)
+            caption = html[at:html.index("</figcaption>", at)]
+            assert f"cached <code class=\"docutils literal notranslate\"><span class=\"pre\">{experiment_of[link]}" \
+                in caption, (page, link, caption[-300:])
+
+
+PART_IV_HEIGHT = {1280: 15_000, 390: 25_000}
+"""Issue 73: the tallest a page of Part IV may be at each width (px): a hub, or a page per figure of the paper."""
+
+
+@pytest.mark.parametrize("page", [p for p in toc_pages() if p.startswith(("book/ch08", "book/ch09"))])
+def test_part_iv_pages_are_short(browser, built_book: Path, page: str):
+    """Issue 73, point 3: Part IV is a hub per paper and a page per figure; no page is taller than 15,000 px at
+    1280 px (chapter 8 was 55,723 px in one page) or 25,000 px at 390 px."""
+    heights = {}
+    for width in PART_IV_HEIGHT:
+        tab = browser.new_page(viewport={"width": width, "height": 900})
+        tab.goto((built_book / f"{page}.html").as_uri(), wait_until="load")
+        heights[width] = tab.evaluate("() => document.documentElement.scrollHeight")
+        tab.close()
+    print(f"{page}: {heights}")
+    assert all(heights[w] <= limit for w, limit in PART_IV_HEIGHT.items()), (page, heights, PART_IV_HEIGHT)
 
 
 def test_every_page_has_a_favicon(built_book: Path):

@@ -706,9 +706,10 @@ def test_the_results_readme_states_the_longer_mlp_sweep_as_the_arrays_have_it():
     assert count(b="still falling") == count(b="stuck") == 0 and len(_fate(long)) == 30
 
 
-def test_every_row_at_a_glance_links_to_our_figure():
-    """Issue 62: each claim's row of a figure links to our figure of it (its group's heading links ours and the
-    paper's); a sentence of an appendix or a section (no figure) has none."""
+def test_every_row_at_a_glance_links_to_our_figure_of_its_experiment():
+    """Issues 62 and 73: each claim's row links to our figure of the experiment it reads, on that figure's page (the
+    ResNet sweep's rows to the ResNet sweep's figure, not the MLP's); its group's heading links ours and the paper's.
+    The browser test follows each link to a figure whose caption names that experiment."""
     import re
 
     for paper, rows in (("Jacot", claims.jacot_claims(claims.cached_results("Jacot", "cpu"), "cpu")),
@@ -718,10 +719,19 @@ def test_every_row_at_a_glance_links_to_our_figure():
         unreached = {c.where for c in rows if not c.precondition} - {c.where for c in rows if not c.precondition
                                                                      and c.verdict != claims.NOT_REACHED}
         shown = [c for c in rows if not c.failed_design and not c.precondition and c.where not in unreached]
-        with_figure = [c for c in shown if (paper, claims.figure_of(c.where)) in claims.FIGURE_ANCHORS]
-        assert len(with_figure) >= len(shown) - 2                   # App. E.1 and Sec. 6 rows have no figure
-        assert glance.count("class='claim-fig'") == len(with_figure), paper
-        assert set(re.findall(r"class='claim-fig' href='#([\w-]+)'", glance)) <= set(claims.FIGURE_ANCHORS.values())
+        assert all(claims.figure_link(c) for c in shown), [c.where for c in shown if not claims.figure_link(c)]
+        links = re.findall(r"class='claim-fig' href='([\w.-]+)#([\w-]+)'", glance)
+        assert len(links) == len(shown), paper
+        assert set(links) <= {(f"{page}.html", anchor) for page, anchor in claims.FIGURES.values()}
+        for c in shown:
+            result = c.source.removesuffix(", mse").removesuffix(", ce")
+            experiment = claims.GOVERNS[result][0]
+            page_, anchor = claims.figure_link(c).split(".html#")
+            assert (page_, anchor) in (claims.FIGURES[experiment],
+                                       claims.FIGURES.get(f"{experiment}@{claims.figure_of(c.where)}")), c.where
+    resnet = [c for c in claims.jacot_claims(claims.cached_results("Jacot", "cpu"), "cpu")
+              if "240 epochs" in c.where]
+    assert resnet and all(claims.figure_link(c).endswith("#fig-jacot-fig2-resnet") for c in resnet)
 
 
 def test_the_results_readme_states_the_ablations_made_for_the_papers_regime_as_the_arrays_have_them():

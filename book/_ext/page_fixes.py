@@ -26,6 +26,12 @@ tags ``answer`` and ``check``).
 `ch08_jacot_experiments.ipynb::key```, the Results index) is read again whenever that notebook changed: Sphinx does
 not know the dependency, and an incremental build (``make book`` twice) kept the page with the values it pasted
 before.
+
+7. Chapters with pages. sphinx-external-toc 1.1.0 renumbers the sections of every document when parts continue
+one numbering (``use_multitoc_numbering``), and its second pass writes each update under the document and anchor
+left over from its first pass (``env.toc_secnumbers[doc][anchor]`` where it means ``[docname][anchorname]``): as soon
+as a chapter has pages of its own (Part IV: a hub and a page per figure) the build stops with ``KeyError``. The
+method is recompiled here with the right names, and only if the faulty line is there.
 """
 
 from __future__ import annotations
@@ -33,6 +39,27 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
+
+
+def _fixed_section_numbering() -> None:
+    """Point 7: sphinx-external-toc's ``assign_section_numbers`` with its second pass writing where it reads."""
+    import inspect
+    import textwrap
+
+    from sphinx_external_toc import collectors
+
+    cls = collectors.TocTreeCollectorWithStyles
+    source = textwrap.dedent(inspect.getsource(cls.assign_section_numbers))
+    wrong = "            env.toc_secnumbers[doc][anchor] = copy.deepcopy(update_secnumber)\n\n    # Now"
+    if source.count(wrong) != 1:
+        return                                  # a release that fixed it, or changed it: leave it as it is
+    source = source.replace(wrong, wrong.replace("[doc][anchor]", "[docname][anchorname]"))
+    source = source.replace("super().assign_section_numbers(env)", "TocTreeCollector.assign_section_numbers(self, env)")
+    namespace: dict = {}                        # compiled in a class of the same name: its private names match
+    exec(compile(f"class {cls.__name__}:\n" + textwrap.indent(source, "    "), collectors.__file__, "exec"),
+         vars(collectors), namespace)
+    cls.assign_section_numbers = namespace[cls.__name__].assign_section_numbers
+
 
 _FONTAWESOME_JS = re.compile(r'<(script|link)[^>]*_static/scripts/fontawesome\.js[^>]*>(</script>)?\n?')
 
@@ -111,6 +138,7 @@ def _pasting_pages_follow_their_notebooks(app, env, added, changed, removed) -> 
 
 
 def setup(app):
+    _fixed_section_numbering()
     app.connect("env-get-outdated", _pasting_pages_follow_their_notebooks)
     app.connect("doctree-resolved", _label_exercise_bars)
     app.connect("config-inited", launch_buttons_need_a_repository)

@@ -52,9 +52,11 @@ from .jacot import (
 from .provenance import (
     SCALE_ROLES,
     ConfigDifferences,
+    Notes,
     Provenance,
     Scales,
     beside,
+    lambda_t_ratios,
     resumes,
     unbroken_numbers,
     wall_time,
@@ -76,7 +78,7 @@ from .reading import (
     verdicts_reading,
 )
 from .regime import FITS, GIVEN_UP, REGIMES, evaluate, fits, in_regime_only, regime_runs, why_outside
-from .render import FIGURE_ANCHORS, PAPER_URLS, ClaimsTable
+from .render import FIGURES, PAPER_URLS, ClaimsTable, FigureSummaries, figure_link
 from .rule import (
     LINEAR_VIEWS,
     MARGIN,
@@ -146,16 +148,18 @@ from .views import (
 
 __all__ = [
     "CIFAR", "Claim", "ClaimRows", "ClaimSummary", "ClaimsTable", "ConfigDifferences", "Criterion", "EVERY_RUN",
-    "EXTRA", "FAILED_13X", "FIG3_CRITERIA", "FIG3_PAPER", "FIGURE_ANCHORS", "FITS", "FITTED", "FIVE_SEEDS",
+    "FigureSummaries", "Notes",
+    "EXTRA", "FAILED_13X", "FIG3_CRITERIA", "FIG3_PAPER", "FIGURES", "FITS", "FITTED", "FIVE_SEEDS",
     "GIVEN_UP", "GOVERNS", "HALF", "HALF_300", "Judgement", "LAYERWISE", "LINEAR_VIEWS", "LONG_MLP", "MARGIN",
     "NOT_REACHED", "NOT_RUN", "NO_EFFECT", "NotRun", "PAPER_METRICS", "PAPER_URLS", "PAPER_WD", "PAPER_WD_LONG",
     "PARTLY", "PHASES", "PRECONDITION_GRADES", "Provenance", "REGIMES", "REPRODUCED", "RESULTS", "SCALE_ROLES",
     "Scales", "Spec", "TIRER_EXTRA", "TIRER_EXTRA_LABELS", "UNPAIRED_VIEWS", "VERDICTS", "VIEWS",
     "WHATEVER_THE_LOSS", "WIDE", "X10", "ZERO_ERROR", "about_fitted", "at_record", "beside", "beside_scales",
-    "by_claim", "cached_results", "claims_at", "counted", "evaluate", "figure_key", "figure_of",
+    "by_claim", "cached_results", "claims_at", "counted", "evaluate", "figure_key", "figure_link", "figure_of",
     "figure_summaries", "figure_summary", "figure_verdicts", "fits", "format_by_claim", "format_claims",
     "format_sweep", "grade", "in_regime_only", "jacot_claims", "jacot_fig2_sweep", "jacot_specs", "judge",
-    "lambda_t_sweep", "largest_cosine", "ledger", "not_run", "phase_rates", "regime_line", "regime_runs",
+    "lambda_t_ratios", "lambda_t_sweep", "largest_cosine", "ledger", "not_run", "phase_rates",
+    "regime_line", "regime_runs",
     "resumes", "specs_at", "tirer_ablation_sweep", "tirer_claims", "tirer_specs", "unbroken_numbers",
     "verdict_class", "verdict_counts", "verdicts_reading", "view_after_drop", "view_blur_lambda",
     "view_blur_vs_clean", "view_decay_phases", "view_decay_rate", "view_end", "view_gram_layers", "view_h_over_w",

@@ -138,6 +138,48 @@ class Scales:
         return f"<table class='ncbook-scales'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+@dataclass(frozen=True)
+class Notes:
+    """Each of a paper's experiments' configuration notes, scale by scale (where it departs from the paper and what
+    it assumes; ``python -m ncbook list --notes``), each once, as a folded table on the page."""
+
+    paper: str
+
+    def notes(self) -> list[tuple[str, str, str]]:
+        return [(exp, scale, note) for exp in Scales(self.paper).experiments
+                for scale, note in get_experiment(exp).notes.items()]
+
+    def __repr__(self) -> str:
+        return "\n".join(textwrap.fill(f"{exp} [{scale}]: {note}", WRAP, subsequent_indent="    ")
+                         for exp, scale, note in self.notes())
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        body = "".join(f"<tr><td data-label='experiment'><code>{e(exp)}</code></td><td data-label='scale'>{e(scale)}"
+                       f"</td><td data-label='note'>{e(note)}</td></tr>" for exp, scale, note in self.notes())
+        return (f"<details class='ncbook-claims-detail'><summary>Each experiment's notes, scale by scale "
+                f"({len(self.notes())})</summary><table class='ncbook-claims ncbook-notes'><thead><tr><th>experiment"
+                f"</th><th>scale</th><th>where it departs from the paper, and what it assumes</th></tr></thead>"
+                f"<tbody>{body}</tbody></table></details>")
+
+
+def lambda_t_ratios(paper: str, scale: str = "cpu") -> dict[str, float]:
+    """Ours over the paper's λt (geometric mid-ranges, :class:`ncbook.scaling.Governing`) of every result ``paper``'s
+    claims read (:data:`RESULTS`), by name: 1 is matched, 0.1 a tenth of the paper's time."""
+    from dataclasses import replace
+
+    from ..scaling import governing
+
+    out = {}
+    for name in RESULTS[paper]:
+        exp, overrides = GOVERNS[name]
+        cfg, paper_cfg = replace(get_experiment(exp).config(scale), **overrides), get_experiment(exp).config("paper")
+        found = [g for g in governing(cfg, paper_cfg) if g.name == "λt"]
+        if found:
+            out[name] = 1 / found[0].ratio
+    return out
+
+
 def what_ran(exp: str, scale: str, root: Any = None) -> tuple[str, str]:
     """(what runs, where it ran and for how long) for experiment ``exp`` at ``scale``: the network, the data, the
     length and the seeds from its configuration; the device and wall time from its result's manifest ("not

@@ -12,18 +12,43 @@ from ..compare import WRAP
 from .provenance import unbroken_numbers, what_ran
 from .rule import NOT_REACHED
 from .tirer import GOVERNS
-from .verdicts import Claim, NotRun, figure_of, regime_line, verdict_class, verdict_counts
+from .verdicts import (
+    Claim,
+    NotRun,
+    counted,
+    figure_key,
+    figure_of,
+    figure_summaries,
+    figure_verdicts,
+    regime_line,
+    verdict_class,
+    verdict_counts,
+)
 
 PAPER_URLS = {"Jacot": "https://arxiv.org/abs/2410.04887", "Tirer": "https://arxiv.org/abs/2210.16658"}
 """Where each paper is (its figures are in it)."""
 
-FIGURE_ANCHORS = {("Jacot", "Fig. 4"): "fig-jacot-fig4", ("Jacot", "Fig. 1"): "fig-jacot-fig1-resnet",
-                  ("Jacot", "Fig. 2"): "fig-jacot-fig2", ("Jacot", "Fig. 3"): "fig-jacot-fig3",
-                  ("Tirer", "Fig. 2"): "fig-tirer-fig2", ("Tirer", "Fig. 3"): "fig-tirer-fig3",
-                  ("Tirer", "Fig. 4"): "fig-tirer-fig4", ("Tirer", "Fig. 6"): "fig-tirer-fig6",
-                  ("Tirer", "Table 1"): "fig-tirer-fig3", ("Tirer", "Fig. 5"): "fig-tirer-fig3"}
-"""Each paper's figure (as :func:`figure_of` names it) and the id of the chapter's figure that reproduces it: the
-claims table links each group of rows to ours and to the paper."""
+FIGURES = {"jacot_mlp": ("ch08_jacot_figs_1_4", "fig-jacot-fig4"),
+           "jacot_resnet_fig1": ("ch08_jacot_figs_1_4", "fig-jacot-fig1-resnet"),
+           "jacot_head_depth": ("ch08_jacot_fig_2", "fig-jacot-fig2"),
+           "jacot_resnet_head": ("ch08_jacot_fig_2", "fig-jacot-fig2-resnet"),
+           "jacot_nonlinear_depth": ("ch08_jacot_fig_3", "fig-jacot-fig3"),
+           "tirer_layerwise": ("ch09_tirer_fig_2", "fig-tirer-fig2"),
+           "tirer_wd_ablation": ("ch09_tirer_table_1", "fig-tirer-fig3"),
+           "tirer_wd_ablation@Fig. 4": ("ch09_tirer_table_1", "fig-tirer-fig4"),
+           "tirer_blur": ("ch09_tirer_fig_6", "fig-tirer-fig6")}
+"""The page of the book and the id of its figure that draws each experiment's result (the figure a claims row reads;
+Tirer et al.'s Fig. 4 rows, on 300 digits per class, have a figure of their own): each row of a claims table links
+to it, and ``tests/test_browser.py`` follows every link to a figure whose caption names that experiment."""
+
+
+def figure_link(c: Claim) -> str:
+    """The address of our figure that claims row ``c`` reads ("" for none): page and anchor, from the experiment
+    its result comes from."""
+    name = c.source.removesuffix(", mse").removesuffix(", ce")          # the result, without the loss it reads
+    experiment = GOVERNS[name][0] if name in GOVERNS else name
+    page, anchor = FIGURES.get(f"{experiment}@{figure_of(c.where)}", FIGURES.get(experiment, ("", "")))
+    return f"{page}.html#{anchor}" if page else ""
 
 
 @dataclass(frozen=True)
@@ -166,9 +191,9 @@ class ClaimsTable:
                 n = sum(c.where == where and not c.precondition for c in self.claims)
                 note += (f"<span class='claim-ledger'>; <b>not reached</b>: its {n} claim{'s' * (n != 1)} never "
                          "judged (in full below)</span>")
-            anchor = FIGURE_ANCHORS.get((paper, figure_of(where)))
-            links = (f" <span class='claim-links'>(<a href='#{anchor}'>ours</a>, <a href='{PAPER_URLS[paper]}'>"
-                     f"paper</a>)</span>" if anchor and paper in PAPER_URLS else "")
+            link = next((figure_link(c) for c in self.claims if c.where == where and figure_link(c)), "")
+            links = (f" <span class='claim-links'>(<a href='{link}'>ours</a>, <a href='{PAPER_URLS[paper]}'>"
+                     f"paper</a>)</span>" if link and paper in PAPER_URLS else "")
             return f"<tr class='claims-group'><th colspan='3'>{e(where)}{links}{note}</th></tr>"
 
         paper = self.not_run[0].paper if self.not_run else self.title.split()[0] if self.title else ""
@@ -181,9 +206,9 @@ class ClaimsTable:
                 if not all(joined(o) for o in self.claims if o.where == where):   # else said in another heading
                     rows += heading(where)
             if not in_heading(c) and not c.failed_design and not unreached(c.where):   # else the heading says it
-                anchor = FIGURE_ANCHORS.get((paper, figure_of(c.where)))
-                claim = e(c.claim) + (f" <a class='claim-fig' href='#{anchor}' title='our figure'>(fig.)</a>"
-                                      if anchor else "")
+                link = figure_link(c)
+                claim = e(c.claim) + (f" <a class='claim-fig' href='{link}' title='our figure'>(fig.)</a>"
+                                      if link else "")
                 rows += row(self.HEADS, (claim, f"<span class='claim-why'>{e(c.why)}</span>", glance(c) + "".join(
                     elsewhere(s, o) for s, o in zip(self.beside, found) if o)), ("", css(c.verdict)))
             words = e(c.paper) + f"<br><span class='claim-metric'>{e(c.metric)}</span>"
@@ -212,3 +237,39 @@ class ClaimsTable:
                 f"metric, what each run must show, our numbers, the governing quantities</summary>"
                 f"<table class='ncbook-claims ncbook-claims-full'>{head(self.DETAIL_HEADS)}<tbody>{details}</tbody>"
                 f"</table></details>")
+
+
+@dataclass(frozen=True)
+class FigureSummaries:
+    """A paper's claims table figure by figure: each figure's (or table's) verdict over its claims, its counts and
+    the runs in the regime, one generated line each (:func:`figure_summaries`, what the Results index pastes), and
+    a link to the figure's page; the whole table's line last."""
+
+    paper: str
+    claims: list[Claim]
+
+    def __repr__(self) -> str:
+        return "\n".join(textwrap.fill(f"{key}: {line}", WRAP, subsequent_indent="    ")
+                         for key, line in figure_summaries(self.paper, self.claims).items())
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        pages = {}
+        for c in counted(self.claims):
+            link = figure_link(c)
+            pages.setdefault(figure_of(c.where), link.split("#")[0] if link else "")
+        verdicts = figure_verdicts(self.claims)
+        body = ""
+        for figure in sorted(pages, key=lambda f: figure_key(self.paper, f)):
+            line = figure_summaries(self.paper, self.claims)[figure_key(self.paper, figure)]
+            verdict = verdicts.get(figure, NOT_REACHED)
+            name = f"<a href='{pages[figure]}'>{e(figure)}</a>" if pages[figure] else e(figure)
+            counts, _, runs = line.removeprefix(f"{verdict} (").partition("); runs in the regime: ")
+            runs = f"<br><span class='claim-ledger'>runs in the regime: {e(runs)}</span>" if runs else ""
+            body += (f"<tr><td data-label='figure'>{name}</td><td data-label='verdict' class='verdict-"
+                     f"{verdict_class(verdict)}'><b>{e(verdict)}</b></td><td data-label='its claims and runs'>"
+                     f"{e(counts.removesuffix(')'))}{runs}</td></tr>")
+        whole = figure_summaries(self.paper, self.claims)[f"{self.paper.lower()}-paper"]
+        return (f"<table class='ncbook-claims ncbook-figure-summaries'><caption>{e(self.paper)} et al., figure by "
+                f"figure: {e(whole)}</caption><thead><tr><th>figure</th><th>verdict</th><th>its claims and runs"
+                f"</th></tr></thead><tbody>{body}</tbody></table>")

@@ -325,6 +325,8 @@ class ClaimSummary:
     an HTML table on the page (the verdicts coloured, the rows as a list that wraps at any width)."""
 
     claims: list[Claim]
+    folded: bool = False
+    """On the page: folded under a bar that says what it holds (the claims table above already lists each row)."""
 
     def __repr__(self) -> str:
         return format_by_claim(self.claims)
@@ -340,8 +342,10 @@ class ClaimSummary:
             head = "precondition, not counted: " if g.precondition else ""
             body += (f"<tr><td class='verdict-{css(g.verdict)}'><b>{e(g.verdict)}</b></td><td>{e(head + g.sentence)}"
                      f"<ul class='claim-rows'>{items}</ul></td></tr>")
-        return (f"<table class='ncbook-claims-summary'><thead><tr><th>verdict</th><th>the paper's claim, "
-                f"and the rows that test it</th></tr></thead><tbody>{body}</tbody></table>")
+        table = (f"<table class='ncbook-claims-summary'><thead><tr><th>verdict</th><th>the paper's claim, "
+                 f"and the rows that test it</th></tr></thead><tbody>{body}</tbody></table>")
+        return (f"<details class='ncbook-claims-detail'><summary>Each claim once, its verdict and the rows that test it"
+                f"</summary>{table}</details>" if self.folded else table)
 
 
 def format_claims(claims: list[Claim]) -> str:
