@@ -1,4 +1,4 @@
-"""Part IV at another scale: chapters 8 and 9 run to the end with NCBOOK_SCALE=gpu, every section showing the gpu
+"""Part IV at another scale: every page of chapters 8 and 9 runs to the end with NCBOOK_SCALE=gpu, every section showing the gpu
 result where one is cached (tirer_layerwise is) and falling back to the shipped cpu one, named, where none is; every
 assertion checked on whichever result is shown. Chapter 7 shows its two gpu results (edge_of_stability, trained_ntk)
 beside the cpu ones where both are cached, and says where they are not."""
@@ -13,7 +13,7 @@ BOOK = Path(__file__).resolve().parents[1] / "book"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("chapter", ["ch08_jacot_experiments", "ch09_tirer_experiments"])
+@pytest.mark.parametrize("chapter", sorted(p.stem for p in BOOK.glob("ch0[89]_*.md")))
 def test_part_four_runs_at_the_gpu_scale_with_what_is_cached(chapter, monkeypatch):
     monkeypatch.setenv("NCBOOK_SCALE", "gpu")
     monkeypatch.setenv("TQDM_DISABLE", "1")

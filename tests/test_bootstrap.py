@@ -105,7 +105,7 @@ def _fresh_venv(where: Path) -> Path:
 
 @pytest.mark.slow
 def test_a_chapter_runs_in_a_fresh_venv_through_its_bootstrap(tmp_path):
-    """The first cells of chapter 8, the bootstrap pointed at a local clone of the book: ncbook is installed from the
+    """The first cells of chapter 8's page of Figures 1 and 4, the bootstrap pointed at a local clone of the book: ncbook is installed from the
     clone at the branch, its cached results load; a second run clones nothing; in this environment the cell does
     nothing; with no URL it stops with one line."""
     remote, home = tmp_path / "remote", tmp_path / "home"
@@ -113,7 +113,7 @@ def test_a_chapter_runs_in_a_fresh_venv_through_its_bootstrap(tmp_path):
     subprocess.run(["git", "-C", str(remote), "checkout", "--quiet", "-b", "book-test"], check=True)
     python = _fresh_venv(tmp_path)
     assert subprocess.run([str(python), "-c", "import ncbook"], cwd=tmp_path, capture_output=True).returncode != 0
-    cells = _code_cells_md(ROOT / "book" / "ch08_jacot_experiments.md")
+    cells = _code_cells_md(ROOT / "book" / "ch08_jacot_figs_1_4.md")
     cell = bootstrap.cell_source(f"file://{remote}", "book-test")
     script = tmp_path / "first_cells.py"
     upto = next(i for i, c in enumerate(cells) if "final training error per seed" in c)    # through Fig. 4's runs
