@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 def paste(**values: object) -> None:
     """Glue each value under its keyword, as the text the prose shows (a float must come formatted: a str)."""
-    from myst_nb import glue
+    from myst_nb import glue  # type: ignore[import-untyped]
 
     for key, value in values.items():
         if isinstance(value, float):
@@ -28,8 +28,8 @@ def of(k: int, n: int) -> str:
 
 def listed(items: Iterable[object]) -> str:
     """``"0, 1 and 3"``; ``"none"`` for no item."""
-    items = [str(i) for i in items]
-    return "none" if not items else items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+    words = [str(i) for i in items]
+    return "none" if not words else words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 def fold(ratio: float) -> str:

@@ -37,9 +37,10 @@ def wall_time(provenance: dict) -> str:
 
 
 def manifests() -> dict[str, dict]:
-    """Every shipped result's provenance, by `<experiment>/<tag>`."""
+    """Every shipped result's provenance, by `<experiment>/<tag>` (not the runner's own folders, `.checkpoints`
+    and `.locks`, which a run in progress fills)."""
     return {f"{path.parent.name}/{path.stem}": json.loads(path.read_text())["provenance"]
-            for path in sorted((ROOT / "results").glob("*/*.json"))}
+            for path in sorted((ROOT / "results").glob("*/*.json")) if not path.parent.name.startswith(".")}
 
 
 TOTALS = ("<!-- totals -->", "<!-- /totals -->")

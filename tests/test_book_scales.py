@@ -1,7 +1,7 @@
-"""Part IV at another scale: every page of chapters 8 and 9 runs to the end with NCBOOK_SCALE=gpu, every section showing the gpu
-result where one is cached (tirer_layerwise is) and falling back to the shipped cpu one, named, where none is; every
-assertion checked on whichever result is shown. Chapter 7 shows its two gpu results (edge_of_stability, trained_ntk)
-beside the cpu ones where both are cached, and says where they are not."""
+"""Part IV at another scale: every page of chapters 8 and 9 runs to the end with NCBOOK_SCALE=gpu, every section
+showing the gpu result where one is cached (tirer_layerwise is) and falling back to the shipped cpu one, named,
+where none is; every assertion checked on whichever result is shown. Chapter 7 shows its two gpu results
+(edge_of_stability, trained_ntk) beside the cpu ones where both are cached, and says where they are not."""
 
 from pathlib import Path
 

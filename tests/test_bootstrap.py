@@ -32,7 +32,7 @@ def test_every_chapter_opens_with_the_bootstrap_of_the_config():
     """In the .md and the .ipynb of every chapter, the first code cell is the one _config.yml's repository makes."""
     url, branch = bootstrap.repository()
     source = bootstrap.cell_source(url, branch)
-    assert len(CHAPTERS) == 9
+    assert len(CHAPTERS) == 17                  # 9 chapters; Part IV's two have a page per figure besides
     for md in CHAPTERS:
         assert _code_cells_md(md)[0] == source, f"{md.name}: run `python scripts/bootstrap.py`"
         nb = json.loads(md.with_suffix(".ipynb").read_text())
@@ -105,9 +105,9 @@ def _fresh_venv(where: Path) -> Path:
 
 @pytest.mark.slow
 def test_a_chapter_runs_in_a_fresh_venv_through_its_bootstrap(tmp_path):
-    """The first cells of chapter 8's page of Figures 1 and 4, the bootstrap pointed at a local clone of the book: ncbook is installed from the
-    clone at the branch, its cached results load; a second run clones nothing; in this environment the cell does
-    nothing; with no URL it stops with one line."""
+    """The first cells of chapter 8's page of Figures 1 and 4, the bootstrap pointed at a local clone of the book:
+    ncbook is installed from the clone at the branch, its cached results load; a second run clones nothing; in
+    this environment the cell does nothing; with no URL it stops with one line."""
     remote, home = tmp_path / "remote", tmp_path / "home"
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(remote)], check=True)
     subprocess.run(["git", "-C", str(remote), "checkout", "--quiet", "-b", "book-test"], check=True)

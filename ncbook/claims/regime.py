@@ -41,11 +41,49 @@ def _nc_level(spec: Spec, r: dict) -> str:
     return f"; NC1 {times_text(baseline_over_table1(r, spec.args['loss'], losses))}x Table 1's"
 
 
+RATE_VIEWS = ("decay_rate", "decay_phases", "after_drop")
+"""The views whose values are a rate of fall per unit λt (ln(fall)/λt), named so in a row's finding."""
+
+
+def finding(metrics: list[str], labels: list[str], groups: list[list[np.ndarray]], kind: str, view: str) -> str:
+    """What a row's runs showed, in a few words with its numbers (the glance table's "why"), metric by metric: a
+    comparison's change from the first group to the last with a value, in the median run ("NC2 x0.32 from hidden 5
+    to linear 3"), a rate or a difference on its own scale; a level's range over the runs; "flat" its spread."""
+    log = view not in LINEAR_VIEWS
+    name = (lambda m: f"{m}'s fall rate per λt") if view in RATE_VIEWS else (lambda m: m)    # noqa: E731
+    span = f"from {labels[0]} to {labels[-1]}" if len(labels) > 1 else ""
+    said = []
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for metric, gs in zip(metrics, groups):
+            v = np.stack([np.asarray(x, dtype=float).ravel() for x in gs])         # [group, run]
+            if kind in ("at most", "at least") or len(v) < 2:
+                f = v[np.isfinite(v)]
+                said.append(f"{name(metric)} " + (f"{f.min():.2g}" + (f" to {f.max():.2g}" if f.max() != f.min()
+                                                                       else "") if f.size else "without a value"))
+                continue
+            ok = np.isfinite(v)
+            runs = ok.sum(0) >= 2                       # a run's first and last group with a value
+            first = v[ok.argmax(0), np.arange(v.shape[1])][runs]
+            last = v[v.shape[0] - 1 - ok[::-1].argmax(0), np.arange(v.shape[1])][runs]
+            if not runs.any():
+                said.append(f"{name(metric)} without two values to compare")
+            elif kind == "flat":
+                said.append(f"{name(metric)} varies up to x{np.nanmedian(np.nanmax(v, 0) / np.nanmin(v, 0)):.2g}")
+            elif log:
+                said.append(f"{name(metric)} x{np.median(last / first):.2g}")
+            else:
+                said.append(f"{name(metric)} {np.median(first):.2g} to {np.median(last):.2g}")
+    level = kind in ("at most", "at least") or len(labels) < 2
+    return ", ".join(said) + ("" if level else f" {'over' if kind == 'flat' else span.split(' ', 1)[0]} "
+                                                f"{span.split(' ', 1)[1]}" + (" (median run)" if log else " (medians)"))
+
+
 def evaluate(spec: Spec, results: dict[str, dict], governing: str = "") -> Claim:
     """A claims-table row from a :class:`Spec` on cached ``results`` (by experiment name), by :func:`judge`, on the
     runs in the spec's regime; an existential spec takes its clearest metric."""
     r = results[spec.result]
-    parts = []
+    parts, found = [], []
     in_regime = regime_runs(r, spec.regime, spec.args.get("loss"), spec.args.get("losses")) if spec.regime else None
     for metric in spec.metrics:
         name = PAPER_METRICS[spec.paper][metric]
@@ -57,6 +95,7 @@ def evaluate(spec: Spec, results: dict[str, dict], governing: str = "") -> Claim
                   log=spec.view not in LINEAR_VIEWS)
         k = f"{int(j.holds.sum())}/{j.holds.size} hold"
         parts.append((j, (f"{metric} ({name}; {k}) " if len(spec.metrics) > 1 else "") + _summary(labels, groups)))
+        found.append((metric, labels, groups))
     judged = [j for j, _ in parts]
     if spec.exists:                             # one clear case is enough: the best metric's judgement
         rank = {v: i for i, v in enumerate(("reproduced", "partly", NO_EFFECT, "not reproduced"))}
@@ -75,7 +114,9 @@ def evaluate(spec: Spec, results: dict[str, dict], governing: str = "") -> Claim
                  margin_runs=min(margins) if margins else None,
                  ledger=(ledger(*in_regime, spec.regime) + _nc_level(spec, r)) if in_regime else "",
                  in_regime=in_regime[:2] if in_regime else None, view=spec.view, failed_design=spec.failed_design,
-                 source=spec.result + (f", {spec.args['loss']}" if "loss" in spec.args else ""))
+                 source=spec.result + (f", {spec.args['loss']}" if "loss" in spec.args else ""),
+                 finding=finding([m for m, _, _ in found], found[0][1], [g for _, _, g in found], spec.criterion.kind,
+                                 spec.view))
 
 
 FITS = 0.01

@@ -20,6 +20,7 @@ from .verdicts import (
     figure_of,
     figure_summaries,
     figure_verdicts,
+    glance_counts,
     regime_line,
     verdict_class,
     verdict_counts,
@@ -51,6 +52,15 @@ def figure_link(c: Claim) -> str:
     return f"{page}.html#{anchor}" if page else ""
 
 
+def ran_there(o: Claim, scale: str) -> str:
+    """What another scale's row ran and where, for its "at <scale>" line: "; ran: <network; data, length, seeds>,
+    on <device, wall time>" ("" for a row whose experiment is not named)."""
+    from ..registry import EXPERIMENTS
+
+    exp = o.source.split(",")[0]
+    return "; ran: {}, on {}".format(*what_ran(exp, scale)) if exp in EXPERIMENTS else ""
+
+
 @dataclass(frozen=True)
 class ClaimsTable:
     """Claims side by side: an HTML table (claim and metric, the paper, the criterion, ours, governing quantities,
@@ -70,7 +80,8 @@ class ClaimsTable:
         o = self.beside[scale].get((c.where, c.claim))
         if o is None:
             return "not run"
-        return f"{o.verdict}: {o.count}" + (f"; ours: {o.numbers}; governing: {o.governing}" if numbers else "")
+        return (f"{o.verdict}: {o.count}" + (f"; ours: {o.numbers}; governing: {o.governing}" if numbers else "")
+                + ran_there(o, scale))
 
     def _unmatched(self) -> list[tuple[str, Claim]]:
         """Claims of another scale with no row of this one (the same sentence read on another configuration)."""
@@ -87,15 +98,22 @@ class ClaimsTable:
                   for n in self.not_run]
         return "\n".join(lines + [self._counts()])
 
-    def _counts(self) -> str:
-        out = (f"{self.scale}: " if self.beside and self.scale else "") + verdict_counts(self.claims)
+    def _beside_counts(self, made: bool = True) -> str:
+        """Each other scale's counts: its verdicts on the rows run there, what ran and where (with ``made``: each
+        row's "at <scale>" line on the page says it), the rows not run."""
+        out = ""
         for s, by in self.beside.items():
             left = len(self.claims) - sum((c.where, c.claim) in by for c in self.claims)
             ran = dict.fromkeys(GOVERNS[o.source.split(",")[0]][0] for o in by.values()
                                 if o.source.split(",")[0] in GOVERNS)
-            made = "; ".join(f"{exp}: " + ", made on ".join(what_ran(exp, s)) for exp in ran)
+            what = "; ".join(f"{exp}: " + ", made on ".join(what_ran(exp, s)) for exp in ran) if made else ""
             out += (f"; {s}: {verdict_counts(list(by.values()))} run there (shown under the {self.scale} verdict"
-                    f"{'; ' + made if made else ''}), {left} row{'s' * (left != 1)} not run")
+                    f"{'; ' + what if what else ''}), {left} row{'s' * (left != 1)} not run")
+        return out
+
+    def _counts(self) -> str:
+        out = (f"{self.scale}: " if self.beside and self.scale else "") + verdict_counts(self.claims)
+        out += self._beside_counts()
         if self.not_run:
             out += f"; {len(self.not_run)} claim{'s' * (len(self.not_run) != 1)} not run, listed below"
         return out + regime_line(self.claims)
@@ -125,7 +143,7 @@ class ClaimsTable:
         def elsewhere(scale: str, o: Claim) -> str:
             """Another scale's verdict, on a line of its own under the shown one (only where it was run)."""
             return (f"<br><span class='claim-scale verdict-{css(o.verdict)}'>at {e(scale)}: <b>{e(o.verdict)}</b>, "
-                    f"{e(o.count)}</span>")
+                    f"{e(o.count)}{e(ran_there(o, scale))}</span>")
 
         def shared(where: str) -> str:
             """The ledger every row of a figure that reads a regime shares ("" if they differ): said once, in the
@@ -225,7 +243,8 @@ class ClaimsTable:
         not_run = "".join(f"<li><b>{e(n.where)}</b>: {e(n.claim)}. <i>{e(n.reason)}</i></li>" for n in self.not_run)
         not_run = (f"<details class='ncbook-claims-detail ncbook-claims-not-run'><summary>The claims no run tests "
                    f"({len(self.not_run)}), and why</summary><ul>{not_run}</ul></details>") if self.not_run else ""
-        caption = e((self.title + ": " if self.title else "") + self._counts())
+        caption = e(glance_counts(self.claims, len(self.not_run))
+                    + (f" Other scales: {self._beside_counts(made=False).removeprefix('; ')}." if self.beside else ""))
         legend = ("<p class='claims-legend'>A row per claim of a figure; <i>why</i>: the verdict rule's reason; "
                   "<i>verdict</i>: the runs in which the claim holds, a dot each (<span class='dot-key holds'>●</span>"
                   " holds, <span class='dot-key fails'>○</span> does not, <span class='dot-key outside'>∘</span> "
@@ -254,7 +273,7 @@ class FigureSummaries:
 
     def _repr_html_(self) -> str:
         e = html.escape
-        pages = {}
+        pages: dict[str, str] = {}
         for c in counted(self.claims):
             link = figure_link(c)
             pages.setdefault(figure_of(c.where), link.split("#")[0] if link else "")

@@ -48,6 +48,8 @@ class Claim:
     """Why the runs are a failed design of ours (:attr:`Spec.failed_design`): the row is not reached."""
     source: str = ""
     """The runs the row reads: its result (and loss, where the result has several)."""
+    finding: str = ""
+    """What the runs showed, with its number, metric by metric (:func:`ncbook.claims.regime.finding`)."""
 
     @property
     def reached(self) -> bool:
@@ -84,7 +86,8 @@ class Claim:
 
     @property
     def why(self) -> str:
-        """Why the row has its verdict, in at most 12 words (the glance table's "why" column)."""
+        """Why the row has its verdict, in about 15 words at most (the glance table's "why" column): what its runs
+        showed, with its number (:attr:`finding`); where it was not judged, why not."""
         k, n = int(np.sum(self.holds)), int(np.size(self.holds))
         if self.failed_design:
             return "a design of ours that cannot reach the regime: never judged"
@@ -102,6 +105,8 @@ class Claim:
             return f"{k} of {n} runs " + ("fit their data" if "fit" in self.claim else
                                           "reach zero training error" if "zero training error" in self.claim else
                                           "meet it")
+        if self.finding:                        # what the runs showed; the verdict column gives k of n
+            return self.finding
         verdict = self.verdict
         if verdict == NO_EFFECT:
             return f"every effect within {MARGIN:g} SDs of the run-to-run spread"
@@ -272,6 +277,20 @@ def verdict_counts(claims: list[Claim]) -> str:
         out += (f"; {len(pre)} precondition{'s' * (len(pre) != 1)}, not counted: "
                 + ", ".join(f"{n} {v}" for v, n in met.items() if n))
     return out
+
+
+def glance_counts(claims: list[Claim], not_run: int = 0) -> str:
+    """A claims table's counts in both of its units, named, in under 40 words (its caption on the page): the rows
+    judged by verdict, the claims (sentences, each combining its rows) by verdict, then what is apart."""
+    rows = [c for c in counted(claims) if c.verdict != NOT_REACHED]
+    by_row = ", ".join(f"{n} {v}" for v in VERDICTS if (n := sum(c.verdict == v for c in rows)))
+    proper = _judged(claims)
+    apart = [f"{n} {one if n == 1 else many}" for n, one, many in (
+        (sum(c.verdict == NOT_REACHED for c in counted(claims)), "row not reached", "rows not reached"),
+        (sum(g.precondition for g in by_claim(claims)), "precondition", "preconditions"),
+        (not_run, "claim not run", "claims not run")) if n]
+    return (f"Of {len(rows)} rows judged: {by_row}. Of {len(proper)} claims: {_nonzero_counts(proper)}."
+            + (f" Apart: {', '.join(apart)}." if apart else ""))
 
 
 def regime_line(claims: list[Claim]) -> str:
