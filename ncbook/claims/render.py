@@ -245,10 +245,11 @@ class ClaimsTable:
                    f"({len(self.not_run)}), and why</summary><ul>{not_run}</ul></details>") if self.not_run else ""
         caption = e(glance_counts(self.claims, len(self.not_run))
                     + (f" Other scales: {self._beside_counts(made=False).removeprefix('; ')}." if self.beside else ""))
-        legend = ("<p class='claims-legend'>A row per claim of a figure; <i>why</i>: the verdict rule's reason; "
-                  "<i>verdict</i>: the runs in which the claim holds, a dot each (<span class='dot-key holds'>●</span>"
-                  " holds, <span class='dot-key fails'>○</span> does not, <span class='dot-key outside'>∘</span> "
-                  "outside the regime). The caption counts claims: a claim's verdict combines its rows.</p>")
+        legend = ("<p class='claims-legend'>A row per claim of a figure; <i>why</i>: what its runs showed, with its "
+                  "numbers (where it was not judged, why not); <i>verdict</i>: the runs in which the claim holds, a "
+                  "dot each (<span class='dot-key holds'>●</span> holds, <span class='dot-key fails'>○</span> does "
+                  "not, <span class='dot-key outside'>∘</span> outside the regime). The caption counts rows and "
+                  "claims: a claim's verdict combines its rows.</p>")
         return (f"{legend}<table class='ncbook-claims'><caption>{caption}</caption>{head(self.HEADS)}"
                 f"<tbody>{rows}</tbody>"
                 f"</table>{not_run}<details class='ncbook-claims-detail'><summary>Each claim in full: the paper's "
