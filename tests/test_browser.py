@@ -43,8 +43,9 @@ MIN_TEXT_PT = 9.0            # smallest text of a figure at its displayed size
 PHONE_MIN_PX = 9.0           # smallest text of a figure on a 390 px phone, in CSS px
 PAGE_LIMIT = 1.5 * 2**20     # everything a first visit to a page loads, gzip-compressed as a web server sends it
 OWN_LIMIT = 2**20            # a page's own HTML and the images it shows first, raw
-SITE_LIMIT = 44 * 2**20      # the whole built site (MathJax 4 and its font: 3.5 MB; the book's code: ncbook-source.zip,
-                             # and the students' archive beside it, 3.3 MB each;
+SITE_LIMIT = 48 * 2**20      # the whole built site (MathJax 4 and its font: 3.5 MB; the book's code: ncbook-source.zip,
+                             # and the students' archive beside it, 4.8 MB each since issue 74's runs in the
+                             # papers' regime joined the shipped results (3.3 MB before);
                              # every figure twice, for the column and for a phone: 12 MB of images, and again in the
                              # notebooks offered for download, 18 MB)
 NO_IDENTIFIER = {"Rangamani and Banburski-Fahey 2022", "Nguyen and Mondelli 2020", "Dai et al. 2021"}
@@ -845,7 +846,10 @@ def test_claims_tables_can_be_scanned(browser, built_book: Path, page: str):
     ratios read "ours / paper = ..."."""
     tab = browser.new_page(viewport={"width": 1280, "height": 900})
     tab.goto((built_book / f"{page}.html").as_uri(), wait_until="load")
-    tables = tab.evaluate("""() => [...document.querySelectorAll('table.ncbook-claims:not(.ncbook-claims-full)')]
+    # the tables a reader sees unfolded (a folded one, the notes or the full detail, is laid out but not shown)
+    tables = tab.evaluate("""() => [...document.querySelectorAll(
+            'table.ncbook-claims:not(.ncbook-claims-full):not(.ncbook-figure-summaries)')]
+        .filter(t => !t.closest('details:not([open])'))
         .map(t => [t.getBoundingClientRect().height, [...t.querySelectorAll('thead th')].map(h => h.textContent)])""")
     assert tables, f"{page}: no claims table"
     for height, heads in tables:

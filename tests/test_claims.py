@@ -41,7 +41,7 @@ def test_no_margin_is_read_from_fewer_than_two_runs():
     assert j.margin_runs == 1 and j.separated is None and j.outside == 2
     row = claims.Claim("x", "y", j.holds, "seeds", "", j.separated, direction=j.direction, outside=j.outside,
                        margin_runs=j.margin_runs, ledger="judged on the 1 of 3 runs")
-    assert row.verdict == claims.NOT_REACHED and "a margin needs 2" in row.count
+    assert row.verdict == claims.NOT_REACHED and "a comparison needs 2" in row.count
 
 
 def test_a_ratio_metric_is_compared_on_a_log_scale():
@@ -329,9 +329,15 @@ def test_a_pure_exponential_has_no_plateau_and_a_plateau_is_found_where_there_is
     plateau = np.maximum(np.exp(-2.0 * t), np.exp(-5.0)) * np.exp(-0.5 * np.maximum(t - 8, 0))
     assert verdicts(plateau) == {"decay_rate": "reproduced", "decay_phases": "reproduced",
                                  "after_drop": "reproduced"}
-    pure = np.exp(-2.0 * t)
-    assert verdicts(pure)["decay_phases"] == "not reproduced"
-    assert verdicts(pure)["decay_rate"] == "reproduced" and verdicts(pure)["after_drop"] != "reproduced"
+    pure = np.exp(-2.0 * t)                 # gradient flow exactly: the same rate per unit of λt throughout,
+    assert verdicts(pure)["decay_phases"] == "not reproduced"          # so no plateau, and per step (the paper's
+    assert verdicts(pure)["decay_rate"] == "reproduced" and verdicts(pure)["after_drop"] == "reproduced"  # axis) a
+    steps = np.asarray(r["steps"], dtype=float)                         # tenth of the rate after the drop
+    same_per_step = np.exp(-2.0 * 1e-3 * Cfg.lr * steps)                # its negation: no slower fall per step
+    assert verdicts(same_per_step)["after_drop"] == claims.NO_EFFECT
+    lt_drop = float(t[np.argmax(steps >= 0.8 * Cfg.steps)])
+    faster = np.exp(-2.0 * np.minimum(t, lt_drop) - 40.0 * np.maximum(t - lt_drop, 0))   # and faster per step
+    assert verdicts(faster)["after_drop"] == "not reproduced"
     assert verdicts(np.exp(-0.5 * t))["decay_rate"] == "not reproduced"
     rise = np.maximum(np.exp(-2.0 * t), np.exp(-5.0)) * np.exp(0.5 * np.maximum(t - 8, 0))
     assert verdicts(rise)["after_drop"] != "reproduced"
@@ -357,17 +363,19 @@ def test_claims_on_cifar10_are_listed_as_not_run_and_counted_apart():
 
 
 def test_minor_is_no_clear_effect_and_fails_on_a_clear_one():
-    """Issue 60, point 4: "minor" is an effect within the margin. With no effect at all (3 seeds x 9 classes of noise,
-    log-normal) the row reads minor (reproduced or partly) in every one of 200 draws and reproduced in most (the
-    seed-spread reading said reproduced with probability 0.016); a clear change, every run up by half, fails it."""
+    """Issue 60, point 4, and issue 74, point 2: "minor" is a change that is not clear. With no effect at all (3
+    seeds, each the mean of its 9 classes, log-normal noise) the row reads minor (reproduced or partly) in all but
+    the stated false-clear share of 400 draws (5%, with room for the draw: at most 8%); a clear change, every run up
+    by half, fails it."""
     rng = np.random.default_rng(0)
     crit, got = Criterion("minor"), []
-    for _ in range(200):
+    for _ in range(400):
         clean = np.exp(rng.normal(0, 0.3, (3, 9)))
         blurred = clean * np.exp(rng.normal(0, 0.1, (3, 9)))
-        j = judge([clean, blurred], crit, log=True)
+        j = judge([np.exp(np.log(clean).mean(1)), np.exp(np.log(blurred).mean(1))], crit, log=True)
         got.append(claims.grade(int(j.holds.sum()), j.holds.size, j.direction, j.separated))
-    assert "not reproduced" not in got and got.count("reproduced") >= 150, {v: got.count(v) for v in set(got)}
+    assert got.count("not reproduced") <= 0.08 * len(got), {v: got.count(v) for v in set(got)}
+    assert got.count("reproduced") >= 0.8 * len(got), {v: got.count(v) for v in set(got)}
     clean = np.exp(rng.normal(0, 0.3, (3, 9)))
     j = judge([clean, clean * 1.5 * np.exp(rng.normal(0, 0.05, (3, 9)))], crit, log=True)
     assert not j.direction and claims.grade(int(j.holds.sum()), j.holds.size, j.direction, j.separated) == \
@@ -524,7 +532,7 @@ def test_the_front_page_and_the_results_index_paste_each_papers_and_figures_verd
     for paper, figure, key in entries:
         assert key == claims.figure_key(paper, figure), (paper, figure, key)
         checked += (paper, figure) in shown
-    assert checked >= 9, entries
+    assert checked >= 8, entries            # Tirer et al.'s Fig. 5 (c) is read on cross-entropy alone: not reached
     assert claims.verdicts._joined(["Fig. 1", "Fig. 2", "Fig. 3", "Table 1"]) == "Figs. 1, 2 and 3 and Table 1"
 
 
@@ -605,7 +613,7 @@ def test_each_row_says_what_its_runs_showed_with_its_number():
     noise = np.array([0.1, -0.1, 0.1, -0.1])
     within = judge([a + 1, a + 1.02 + noise], DOWN)
     row = claims.Claim("x", "y", within.holds, "seeds", "", within.separated, direction=within.direction)
-    assert row.verdict == claims.NO_EFFECT and "within 2 SDs" in row.why
+    assert row.verdict == claims.NO_EFFECT and "not clear" not in row.why and "no effect clear" in row.why
     few = claims.Claim("x", "y", np.arange(6) < 4, "seeds", "")
     assert few.verdict == "partly" and few.why == "holds in 4 of 6 runs, under the 90% needed"
     none = claims.Claim("x", "y", np.zeros(0, bool), "seeds", "", outside=15, in_regime=(0, 15),
@@ -780,7 +788,7 @@ def test_a_figure_the_reproduction_did_not_reach_is_one_heading_at_a_glance():
         n = sum(c.where == where for c in rows)
         assert all(c.verdict == claims.NOT_REACHED for c in rows if c.where == where) and n == 2
         assert f"<b>not reached</b>: its {n} claims never judged" in glance
-        assert glance.count("doubling λ_H moves NC1 and NC2") == 5     # CE at 500, 300; 512; 1/(2N) at 500, 300
+        assert glance.count("doubling λ_H moves NC1 and NC2") == 3     # 512; 1/(2N) at 500, 300 (CE: not reached)
     assert "<b>not reached</b>: its 1 claim never judged" in glance     # Table 1, MSE (128 wide)
     mixed = [c for c in rows if c.where == "Figs. 3, 5, 512 wide, MSE"]
     assert {c.verdict for c in mixed} == {claims.NOT_REACHED, "reproduced"}
@@ -805,10 +813,14 @@ def test_the_ablations_ledger_says_how_near_collapse_its_runs_are():
     assert len(with_loss) >= 10
     for c, s in with_loss:
         x = compare.baseline_over_table1(results[s.result], s.args["loss"], tuple(s.args["losses"]))
-        assert c.ledger.endswith(f"; NC1 {compare.times_text(x)}x Table 1's"), (c.where, c.ledger)
+        near = c.ledger.endswith(f"; NC1 {compare.times_text(x)}x Table 1's")
+        far = c.ledger == (f"not reached by the reproduction: NC1 {compare.times_text(x)}x Table 1's, above all its "
+                           f"{s.args['loss'].upper()} entries")
+        assert near or far, (c.where, c.ledger)
+        assert far == (c.verdict == claims.NOT_REACHED and s.args["loss"] == "ce"), (c.where, c.ledger)  # issue 74
     ce = next(c for c, s in with_loss if c.where == "Figs. 3, 5, Table 1, CE")
-    assert f"Figs. 3, 5, Table 1, CE 15 of 15 (NC1 {ce.ledger.split('NC1 ')[1].split('x')[0]}x)" in \
-        claims.regime_line(rows)
+    assert f"Figs. 3, 5, Table 1, CE 0 of 15 (NC1 {ce.ledger.split('NC1 ')[1].split('x')[0]}x, above all of Table 1)" \
+        in claims.regime_line(rows)
     r = dict(results["tirer_wd_ablation"])
     r["nc1_pinv"] = r["nc1_pinv"] * 2
     spec = next(s for _, s in with_loss if s.where == "Figs. 3, 5, Table 1, CE")
@@ -824,7 +836,7 @@ def test_a_precondition_read_on_several_runs_is_one_heading_at_a_glance():
     rows = _tirer_cpu_rows()
     page = claims.ClaimsTable(rows, "Tirer et al.", not_run=claims.not_run("Tirer"), scale="cpu")._repr_html_()
     glance, full = page.split("<details class='ncbook-claims-detail'>", 1)
-    pre = [c for c in rows if c.precondition]
+    pre = [c for c in rows if c.precondition and c.where.startswith("Sec. 6")]     # Fig. 6's is a sentence of its own
     assert [c.where for c in pre] == ["Sec. 6", "Sec. 6, 512 wide", "Sec. 6, 1/(2N) loss",
                                       "Sec. 6, Fig. 4, 1/(2N) loss"]
     said = "; ".join(f"{c.where.removeprefix('Sec. 6, ')}: <b>{c.verdict}</b>, {int(c.holds.sum())} of {c.holds.size}"
@@ -862,3 +874,56 @@ def test_a_resumed_results_wall_time_says_so():
     assert claims.wall_time({"wall_time_s": 70.0, "wall_time_partial": True}) == "70 s (after its last resume only)"
     load = {"mean_1min": 2.94, "max_1min": 3.5, "readings": 12, "cpus": 2}
     assert claims.beside({"load": load}) == ", machine load 2.9 on 2 CPUs" and claims.beside({}) == ""
+
+
+@pytest.mark.parametrize("paired", [True, False])
+@pytest.mark.parametrize("n", [2, 3, 5, 15])
+def test_clear_has_a_five_percent_false_clear_rate_at_every_number_of_runs(n, paired):
+    """Issue 74, point 2: "clear" means one thing at every n. Under no effect (simulated runs: a level shared by each
+    run's two groups, and noise) the rule reads "clear" (for or against) in at most 5% of 4,000 draws (with three
+    SEs of room for the draw), each way about half of it, by the same statistic; the 2-SD margin it replaced read
+    "clear" 15% of the time with 2 runs. A real effect of 3 SDs per run is clear in most draws with 5 runs or more."""
+    rng = np.random.default_rng(n + 100 * paired)
+    draws, down = 4000, Criterion("down")
+    fore = against = 0
+    for _ in range(draws):
+        level = rng.normal(0, 1, n) if paired else 0.0
+        a, b = level + rng.normal(0, 1, n), level + rng.normal(0, 1, n)
+        j = judge([a, b], down, paired=paired)
+        fore += bool(j.some_clear)
+        against += not j.direction
+    room = 3 * np.sqrt(0.05 * 0.95 / draws)
+    assert (fore + against) / draws <= 0.05 + room, (n, paired, fore, against)
+    assert abs(fore - against) / draws <= 2 * room, (n, paired, fore, against)
+    if n >= 5:
+        hits = 0
+        for _ in range(200):
+            level = rng.normal(0, 1, n) if paired else 0.0
+            a, b = level + rng.normal(0, 1, n), level - 3 + rng.normal(0, 1, n)
+            hits += bool(judge([a, b], down, paired=paired).separated)
+        assert hits >= 150, (n, paired, hits)
+
+
+def test_a_sentence_is_judged_step_by_step_and_an_unjudged_step_keeps_it_from_reproduced():
+    """Issue 74, point 3: a sentence with two steps (zeroing and doubling) whose second step no two runs of the regime
+    can judge is not reproduced on its first step alone: it reads partly, and the row names the step it could not
+    judge; with both steps judged and clear it is reproduced; both clear against it, not reproduced."""
+    down = Criterion("down")
+    rng = np.random.default_rng(3)
+    a = 1 + 0.01 * rng.normal(size=6)
+    b, c = a * 0.5, a * 0.25
+    both = judge([a, b, c], down, common=True, log=True)
+    assert both.separated and both.unjudged == 0
+    cut = judge([a, b, np.where(np.arange(6) < 1, c, np.nan)], down, common=True, log=True)
+    assert cut.separated and cut.unjudged == 1                  # the step it judged is clear; one it could not
+    row = claims.Claim("x", "closer to collapse", cut.holds, "seeds", "", cut.separated, direction=cut.direction,
+                       some_clear=cut.some_clear, margin_runs=cut.margin_runs, unjudged="baseline to WDx2 for H")
+    assert row.verdict == "partly" and "not judged, under 2 runs in the regime: baseline to WDx2" in row.count
+    full = claims.Claim("x", "y", both.holds, "seeds", "", both.separated, direction=both.direction,
+                        some_clear=both.some_clear, margin_runs=both.margin_runs)
+    assert full.verdict == "reproduced"
+    up = judge([c, b, a], down, common=True, log=True)
+    assert not up.direction and claims.grade(int(up.holds.sum()), up.holds.size, up.direction, up.separated,
+                                             up.some_clear) == "not reproduced"
+    half = judge([a, b, a], down, common=True, log=True)         # one step its way, one against: partly at most
+    assert half.direction and not half.separated

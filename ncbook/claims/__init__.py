@@ -7,18 +7,19 @@ The rule (stated in chapter 8, section "The verdict rule"):
 - a run *holds* when it shows the paper's direction with the criterion's effect (a claim that compares settings,
   depths, layers or times compares each run with itself, consecutive groups pairwise), or, for a claim of a level,
   when its value is within the criterion's bound; a qualifier of the paper ("slightly", "rapidly", "significant") is
-  a stated bound in the criterion, and "minor" is an effect within the margin below;
+  a stated bound in the criterion, and "minor" is an effect that is not clear (below);
 - a comparison's effect is *clear* when the group means move past the criterion's threshold (the earlier group, times
-  or divided by its factor) by at least :data:`MARGIN` standard deviations: of the
-  runs' paired differences where each run is compared with itself (one network at two times, layers or settings
-  from one initialisation), the larger group SD where the groups are different networks (heads or backbones of
-  different depths: :data:`UNPAIRED_VIEWS`); on a log scale where the metric is a ratio (every view but
-  :data:`LINEAR_VIEWS`, where all its values are positive). The rule is symmetric: **not reproduced** needs a clear
-  effect against the paper's direction, **reproduced** a clear effect its way; an effect within the margin is **no
-  clear effect**, whatever the runs; no margin is read from fewer than 2 runs;
+  or divided by its factor) by a t statistic beyond the two-sided t quantile at :data:`FALSE_CLEAR` (5%: "clear"
+  under no effect one time in twenty, whatever the number of runs): a paired t on the runs' differences where each
+  run is compared with itself (one network at two times, layers or settings from one initialisation), Welch's t where
+  the groups are different networks (heads or backbones of different depths: :data:`UNPAIRED_VIEWS`); on a log scale
+  where the metric is a ratio (every view but :data:`LINEAR_VIEWS`, where all its values are positive). The rule is
+  symmetric: **not reproduced** needs every step clear against the paper's direction, **reproduced** every step
+  clear its way, by the same statistic; an effect not clear is **no clear effect**, whatever the runs; nothing is
+  clear from fewer than 2 runs;
 - otherwise, with k of n runs holding: **reproduced** when k/n >= :data:`REPRODUCED` (and, for a comparison, its
   effect is clear the paper's way on every metric the sentence names); **partly** when k/n >= :data:`PARTLY`, or
-  when a comparison is clear on some metrics or steps and within the margin on others; **not reproduced** below
+  when a comparison is clear on some metrics or steps and not on others; **not reproduced** below
   PARTLY;
 - a row is judged only on the runs in the regime its theory is about (:data:`REGIMES`): Jacot et al.'s claims on
   networks that fit their data (training error at most :data:`FITS` at the end), except those that hold whatever
@@ -80,8 +81,8 @@ from .reading import (
 from .regime import FITS, GIVEN_UP, REGIMES, evaluate, fits, in_regime_only, regime_runs, why_outside
 from .render import FIGURES, PAPER_URLS, ClaimsTable, FigureSummaries, figure_link
 from .rule import (
+    FALSE_CLEAR,
     LINEAR_VIEWS,
-    MARGIN,
     NO_EFFECT,
     NOT_REACHED,
     PAPER_METRICS,
@@ -93,6 +94,7 @@ from .rule import (
     Spec,
     grade,
     judge,
+    threshold,
 )
 from .tirer import GOVERNS, HALF, HALF_300, TIRER_EXTRA, TIRER_EXTRA_LABELS, WIDE, tirer_specs
 from .verdicts import (
@@ -151,7 +153,7 @@ __all__ = [
     "CIFAR", "Claim", "ClaimRows", "ClaimSummary", "ClaimsTable", "ConfigDifferences", "Criterion", "EVERY_RUN",
     "FigureSummaries", "Notes",
     "EXTRA", "FAILED_13X", "FIG3_CRITERIA", "FIG3_PAPER", "FIGURES", "FITS", "FITTED", "FIVE_SEEDS",
-    "GIVEN_UP", "GOVERNS", "HALF", "HALF_300", "Judgement", "LAYERWISE", "LINEAR_VIEWS", "LONG_MLP", "MARGIN",
+    "GIVEN_UP", "GOVERNS", "HALF", "HALF_300", "Judgement", "LAYERWISE", "LINEAR_VIEWS", "LONG_MLP", "FALSE_CLEAR",
     "NOT_REACHED", "NOT_RUN", "NO_EFFECT", "NotRun", "PAPER_METRICS", "PAPER_URLS", "PAPER_WD", "PAPER_WD_LONG",
     "PARTLY", "PHASES", "PRECONDITION_GRADES", "Provenance", "REGIMES", "REPRODUCED", "RESULTS", "SCALE_ROLES",
     "Scales", "Spec", "TIRER_EXTRA", "TIRER_EXTRA_LABELS", "UNPAIRED_VIEWS", "VERDICTS", "VIEWS",
@@ -162,7 +164,7 @@ __all__ = [
     "jacot_specs", "judge",
     "lambda_t_ratios", "lambda_t_sweep", "largest_cosine", "ledger", "not_run", "phase_rates",
     "regime_line", "regime_runs",
-    "resumes", "specs_at", "tirer_ablation_sweep", "tirer_claims", "tirer_specs", "unbroken_numbers",
+    "resumes", "specs_at", "threshold", "tirer_ablation_sweep", "tirer_claims", "tirer_specs", "unbroken_numbers",
     "verdict_class", "verdict_counts", "verdicts_reading", "view_after_drop", "view_blur_lambda",
     "view_blur_vs_clean", "view_decay_phases", "view_decay_rate", "view_end", "view_gram_layers", "view_h_over_w",
     "view_head_depths", "view_head_layers", "view_last_relu", "view_layerwise", "view_layerwise_end",

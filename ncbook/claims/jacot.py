@@ -74,8 +74,9 @@ def _deep_head_specs(where: str, result: str, shown: str, weight_decay: float, c
         Spec(J, where, "\"then again it exponentially decreases at a smaller rate after reducing the learning "
              "rate\"", "after the lr drop the linear layers' balancedness falls again, at a smaller rate",
              ("balancedness",), result, "after_drop",
-             Criterion("down", 1.0, cap=1e3, text="from the drop to the end, ln(fall) / λt below the first half's "
-                       "rate, and a fall (above a thousandth of it)"), "seeds",
+             Criterion("down", 1.0, cap=1e3, text="per training step, the axis of the paper's figure (per unit of "
+                       "λt gradient flow predicts no change): from the drop to the end, ln(fall) / step below the "
+                       "first half's rate, and a fall (above a thousandth of it)"), "seeds",
              {"cfg": cfg, "weight_decay": weight_decay}),
     ])
 
@@ -89,7 +90,7 @@ def _head_sweep_specs(where: str, result: str) -> list[Spec]:
              "end", FITTED, "(depth, seed, weight decay) runs", precondition=True),
         Spec(J, where, "\"NC2 significantly improves in the last layer as the depth of the linear head increases\"",
              "NC2 at the head's last layer improves with every added linear layer", ("NC2",), result, "head_depths",
-             Criterion("down", text="lower with each added layer; significantly: the means by the margin"),
+             Criterion("down", text="lower with each added layer; significantly: a clear effect (t test at 5%)"),
              "(seed, weight decay) runs x added layer", {"end": "last"}),
         Spec(J, where, "\"it gets slightly worse in the input layer to the linear head\"",
              "NC2 at the head's input gets slightly worse as the head deepens", ("NC2",), result, "head_depths",
@@ -117,11 +118,11 @@ FIG3_PAPER = {
 """What Jacot et al. Sec. 6 says of each Fig. 3 curve (the paper prints no values)."""
 
 
-FIG3_CRITERIA = {key: Criterion("down", text="lower at the largest depth; clearly: the means by the margin")
+FIG3_CRITERIA = {key: Criterion("down", text="lower at the largest depth; clearly: a clear effect (t test at 5%)")
                  for key in FIG3_PAPER} | {("negativity", "mean"): Criterion(
                      "down", text="lower at the largest depth (the sentence asks no more than a decrease, \"less "
-                     "pronounced\"; the margin is the rule's, as for every comparison)")}
-"""What each Fig. 3 row asks: "clearly" is the margin where the sentence says it; the mean negativity's says only
+                     "pronounced\"; \"clear\" is the rule's, as for every comparison)")}
+"""What each Fig. 3 row asks: "clearly" is a clear effect where the sentence says it; the mean negativity's says only
 that it decreases."""
 
 

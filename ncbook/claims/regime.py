@@ -41,17 +41,41 @@ def _nc_level(spec: Spec, r: dict) -> str:
     return f"; NC1 {times_text(baseline_over_table1(r, spec.args['loss'], losses))}x Table 1's"
 
 
+def far_from_collapse(spec: Spec, r: dict) -> str:
+    """Why a row on Tirer et al.'s weight decays is outside the near-collapse regime their analysis is about, ""
+    where it is not: its baseline NC1 (mean over seeds, deepest features, at the end) above the largest NC1 of Table
+    1's MNIST column for its loss, zero weight decays included ("NC1 86x Table 1's, above all its CE entries"). The
+    ablation's rows read their loss's baseline; Fig. 6's blur rows (cross-entropy) the clean
+    data at the paper's λ_W."""
+    from ..compare import TIRER_TABLE1, baseline_nc1, table1_nc1, times_text
+    from .views import _blur_values
+    if spec.paper != "Tirer" or spec.precondition or "nc1_pinv" not in r or "layer_names" not in r:
+        return ""
+    if spec.result == "tirer_blur":
+        loss, base = "ce", float(np.mean(_blur_values(r, "nc1_pinv", spec.args["blurred"])[0]))
+    elif spec.regime == "zero error" and "loss" in spec.args:
+        loss = spec.args["loss"]
+        base = baseline_nc1(r, loss, tuple(spec.args.get("losses", ("mse", "ce"))))
+    else:
+        return ""
+    if base <= max(TIRER_TABLE1[f"MNIST, {loss.upper()}"]["NC1"]):
+        return ""
+    return f"NC1 {times_text(base / table1_nc1(loss))}x Table 1's, above all its {loss.upper()} entries"
+
+
 RATE_VIEWS = ("decay_rate", "decay_phases", "after_drop")
-"""The views whose values are a rate of fall per unit λt (ln(fall)/λt), named so in a row's finding."""
+"""The views whose values are a rate of fall (ln(fall) per unit of λt; after_drop's per step), named so in a row's
+finding."""
 
 
 def finding(metrics: list[str], labels: list[str], groups: list[list[np.ndarray]], kind: str, view: str) -> str:
     """What a row's runs showed, in a few words with its numbers (the glance table's "why"), metric by metric: a
-    comparison's change from the first group to the last with a value, in the median run ("NC2 x0.32 from hidden 5
-    to linear 3"), a rate or a difference on its own scale; a level's range over the runs; "flat" its spread."""
+    comparison's change from the first group to the last with a value, in the median run ("NC2 x0.32, hidden 5 →
+    linear 3"), a rate (per unit of λt, or per step after the drop) or a difference from median to median; a
+    level's range over the runs; "flat" its largest ratio between groups."""
     log = view not in LINEAR_VIEWS
-    name = (lambda m: f"{m}'s fall rate per λt") if view in RATE_VIEWS else (lambda m: m)    # noqa: E731
-    span = f"from {labels[0]} to {labels[-1]}" if len(labels) > 1 else ""
+    per = "step" if view == "after_drop" else "λt"
+    name = (lambda m: f"{m} fall/{per}") if view in RATE_VIEWS else (lambda m: m)    # noqa: E731
     said = []
     with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -69,21 +93,39 @@ def finding(metrics: list[str], labels: list[str], groups: list[list[np.ndarray]
             if not runs.any():
                 said.append(f"{name(metric)} without two values to compare")
             elif kind == "flat":
-                said.append(f"{name(metric)} varies up to x{np.nanmedian(np.nanmax(v, 0) / np.nanmin(v, 0)):.2g}")
+                said.append(f"{name(metric)} up to x{np.nanmedian(np.nanmax(v, 0) / np.nanmin(v, 0)):.2g}")
             elif log:
                 said.append(f"{name(metric)} x{np.median(last / first):.2g}")
             else:
-                said.append(f"{name(metric)} {np.median(first):.2g} to {np.median(last):.2g}")
+                said.append(f"{name(metric)} {np.median(first):.2g} → {np.median(last):.2g}")
     level = kind in ("at most", "at least") or len(labels) < 2
-    return ", ".join(said) + ("" if level else f" {'over' if kind == 'flat' else span.split(' ', 1)[0]} "
-                                                f"{span.split(' ', 1)[1]}" + (" (median run)" if log else " (medians)"))
+    return ", ".join(said) + ("" if level else f": {labels[0]} → {labels[-1]}")
+
+
+def steps_not_judged(labels: list[str], groups: list[np.ndarray], common: bool) -> str:
+    """The steps (consecutive groups) with fewer than two runs that have a value in both: "linear 4 to linear 5"."""
+    out = []
+    for i, (a, b) in enumerate(zip(groups, groups[1:])):
+        a, b = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
+        if (~(np.isnan(a) | np.isnan(b)) if common else np.ones(a.shape, bool)).sum() < 2:
+            out.append(f"{labels[i]} to {labels[i + 1]}")
+    return ", ".join(out)
 
 
 def evaluate(spec: Spec, results: dict[str, dict], governing: str = "") -> Claim:
     """A claims-table row from a :class:`Spec` on cached ``results`` (by experiment name), by :func:`judge`, on the
     runs in the spec's regime; an existential spec takes its clearest metric."""
     r = results[spec.result]
-    parts, found = [], []
+    far = far_from_collapse(spec, r)
+    if far:                                     # not near collapse: the claim's regime is not reached, never judged
+        err = np.asarray(r["train_error"])[..., -1]
+        n = int(err[tuple(spec.args["losses"]).index(spec.args["loss"])].size if "loss" in spec.args else err.size)
+        return Claim(spec.where, spec.claim, np.zeros(0, bool), spec.runs, "", None, spec.sentence, governing,
+                     metric=", ".join(f"{m} = {PAPER_METRICS[spec.paper][m]}" for m in spec.metrics),
+                     criterion=spec.criterion.text, outside=n,
+                     ledger=f"not reached by the reproduction: {far}", in_regime=(0, n), view=spec.view,
+                     source=spec.result + (f", {spec.args['loss']}" if "loss" in spec.args else ""))
+    parts, found, unjudged = [], [], []
     in_regime = regime_runs(r, spec.regime, spec.args.get("loss"), spec.args.get("losses")) if spec.regime else None
     for metric in spec.metrics:
         name = PAPER_METRICS[spec.paper][metric]
@@ -94,6 +136,8 @@ def evaluate(spec: Spec, results: dict[str, dict], governing: str = "") -> Claim
         j = judge(groups, spec.criterion, paired=spec.view not in UNPAIRED_VIEWS, common=bool(spec.regime),
                   log=spec.view not in LINEAR_VIEWS)
         k = f"{int(j.holds.sum())}/{j.holds.size} hold"
+        if j.unjudged:
+            unjudged.append(steps_not_judged(labels, groups, bool(spec.regime)))
         parts.append((j, (f"{metric} ({name}; {k}) " if len(spec.metrics) > 1 else "") + _summary(labels, groups)))
         found.append((metric, labels, groups))
     judged = [j for j, _ in parts]
@@ -109,12 +153,13 @@ def evaluate(spec: Spec, results: dict[str, dict], governing: str = "") -> Claim
                  metric=", ".join(f"{m} = {PAPER_METRICS[spec.paper][m]}" for m in spec.metrics),
                  criterion=spec.criterion.text + ("; one metric with a clear case is enough (\"can\")"
                                                   if spec.exists else ""),
-                 direction=all(j.direction for j in judged), precondition=spec.precondition,
+                 direction=any(j.direction for j in judged), precondition=spec.precondition,
                  outside=sum(j.outside for j in judged), some_clear=any(j.some_clear for j in judged),
                  margin_runs=min(margins) if margins else None,
                  ledger=(ledger(*in_regime, spec.regime) + _nc_level(spec, r)) if in_regime else "",
                  in_regime=in_regime[:2] if in_regime else None, view=spec.view, failed_design=spec.failed_design,
                  source=spec.result + (f", {spec.args['loss']}" if "loss" in spec.args else ""),
+                 unjudged="; ".join(dict.fromkeys(unjudged)),
                  finding=finding([m for m, _, _ in found], found[0][1], [g for _, _, g in found], spec.criterion.kind,
                                  spec.view))
 

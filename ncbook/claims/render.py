@@ -158,7 +158,7 @@ class ClaimsTable:
                 return "<b>not reached</b>: failed design"
             ledger = c.ledger if c.ledger != shared(c.where) else ""
             if c.verdict == NOT_REACHED:
-                few = (f"; {c.margin_runs} run in the regime, a margin needs 2"
+                few = (f"; {c.margin_runs} run in the regime, a comparison needs 2"
                        if c.margin_runs is not None and c.margin_runs < 2 else "")
                 return f"<b>not reached</b>{e(': ' + ledger if ledger else '')}{e(few)}"
             ledger = f"<br><span class='claim-ledger'>{e(ledger)}</span>" if ledger else ""
@@ -245,8 +245,9 @@ class ClaimsTable:
                    f"({len(self.not_run)}), and why</summary><ul>{not_run}</ul></details>") if self.not_run else ""
         caption = e(glance_counts(self.claims, len(self.not_run))
                     + (f" Other scales: {self._beside_counts(made=False).removeprefix('; ')}." if self.beside else ""))
-        legend = ("<p class='claims-legend'>A row per claim of a figure; <i>why</i>: what its runs showed, with its "
-                  "numbers (where it was not judged, why not); <i>verdict</i>: the runs in which the claim holds, a "
+        legend = ("<p class='claims-legend'>A row per claim of a figure; <i>why</i>: what its runs showed, from the "
+                  "first group to the last (a factor ×: the median run's; a rate or a difference: median to "
+                  "median; where it was not judged, why not); <i>verdict</i>: the runs in which the claim holds, a "
                   "dot each (<span class='dot-key holds'>●</span> holds, <span class='dot-key fails'>○</span> does "
                   "not, <span class='dot-key outside'>∘</span> outside the regime). The caption counts rows and "
                   "claims: a claim's verdict combines its rows.</p>")

@@ -11,14 +11,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..compare import WRAP
-from .rule import MARGIN, NO_EFFECT, NOT_REACHED, REPRODUCED, grade
+from .rule import FALSE_CLEAR, NO_EFFECT, NOT_REACHED, REPRODUCED, grade
 
 
 @dataclass(frozen=True)
 class Claim:
     """One row of a claims table: ``holds`` has one boolean per run judged (every seed, setting, depth... in the
     regime), ``direction`` whether no group mean moves clearly against the paper's way, ``separated`` whether they
-    clear the margin its way (None: not a comparison); ``paper`` the paper's sentence, ``metric`` the paper's metric
+    clear its way (None: not a comparison); ``paper`` the paper's sentence, ``metric`` the paper's metric
     it is measured with, ``criterion`` what a run must show, ``numbers`` ours, ``governing`` the quantities that govern
     it, ours and the paper's, with the paper's settings we assume (:mod:`ncbook.scaling`); ``ledger``: on how many of
     the result's runs it was judged, and why the others are outside the regime (:func:`ledger`)."""
@@ -48,12 +48,15 @@ class Claim:
     """Why the runs are a failed design of ours (:attr:`Spec.failed_design`): the row is not reached."""
     source: str = ""
     """The runs the row reads: its result (and loss, where the result has several)."""
+    unjudged: str = ""
+    """The steps of the sentence no two runs of the regime could judge, where others could ("linear 4 to linear 5"):
+    the row cannot reproduce the whole sentence (issue 74, point 3)."""
     finding: str = ""
     """What the runs showed, with its number, metric by metric (:func:`ncbook.claims.regime.finding`)."""
 
     @property
     def reached(self) -> bool:
-        """Whether some run reached the regime, and, for a comparison, at least 2 (a margin needs 2), in a design
+        """Whether some run reached the regime, and, for a comparison, at least 2 (a comparison needs 2), in a design
         that can reach it."""
         if self.failed_design or (np.size(self.holds) == 0 and self.outside):
             return False
@@ -67,6 +70,8 @@ class Claim:
             return NOT_REACHED
         grade_ = grade(int(np.sum(self.holds)), int(np.size(self.holds)), self.direction, self.separated,
                        self.some_clear)
+        if self.unjudged and grade_ == "reproduced":     # a step of the sentence no run could judge (issue 74)
+            grade_ = "partly"
         return PRECONDITION_GRADES.get(grade_, grade_) if self.precondition else grade_
 
     @property
@@ -76,13 +81,15 @@ class Claim:
         if self.failed_design:
             return f"a failed design of ours: {self.failed_design}" + (f"; {self.ledger}" if self.ledger else "")
         if not self.reached:
-            few = (f"; {self.margin_runs} run in the regime, a margin needs 2"
+            few = (f"; {self.margin_runs} run in the regime, a comparison needs 2"
                    if self.margin_runs is not None and self.margin_runs < 2 else "")
-            return f"the reproduction did not reach the regime: {self.ledger or 'no run in it'}{few}"
+            ledger = self.ledger.removeprefix("not reached by the reproduction: ")
+            return f"the reproduction did not reach the regime: {ledger or 'no run in it'}{few}"
         why = ("; a clear effect against the claim" if not self.direction else
-               f"; effect within {MARGIN:g} SDs" if self.separated is False else "")
+               f"; effect not clear ({FALSE_CLEAR:.0%} t test)" if self.separated is False else "")
         left = f"; {self.ledger}" if self.ledger else ""
-        return f"{int(np.sum(self.holds))} of {np.size(self.holds)} {self.runs}{why}{left}"
+        steps = f"; not judged, under 2 runs in the regime: {self.unjudged}" if self.unjudged else ""
+        return f"{int(np.sum(self.holds))} of {np.size(self.holds)} {self.runs}{why}{steps}{left}"
 
     @property
     def why(self) -> str:
@@ -93,7 +100,9 @@ class Claim:
             return "a design of ours that cannot reach the regime: never judged"
         if not self.reached:
             if self.margin_runs is not None and 0 < self.margin_runs < 2:
-                return f"only {self.margin_runs} run to compare in the regime; a margin needs 2"
+                return f"only {self.margin_runs} run to compare in the regime; a comparison needs 2"
+            if self.ledger.startswith("not reached by the reproduction: "):
+                return self.ledger.removeprefix("not reached by the reproduction: ")
             found = re.search(r"of (\d+) runs (that fit|at zero error)", self.ledger)
             if self.in_regime and self.in_regime[0] > 0:
                 return f"{self.in_regime[0]} of {self.in_regime[1]} in the regime, but none in every setting compared"
@@ -109,12 +118,12 @@ class Claim:
             return self.finding
         verdict = self.verdict
         if verdict == NO_EFFECT:
-            return f"every effect within {MARGIN:g} SDs of the run-to-run spread"
+            return f"no effect clear of the run-to-run spread ({FALSE_CLEAR:.0%} t test)"
         if verdict == "not reproduced":
-            return ("a clear effect against the claim, beyond the margin" if not self.direction else
+            return ("a clear effect against the claim" if not self.direction else
                     f"holds in {k} of {n} runs, under half")
         runs = "every run" if k == n else f"{k} of {n} runs"
-        clear = {True: f", clear by {MARGIN:g} SDs", False: f"; within {MARGIN:g} SDs on a metric",
+        clear = {True: f", clear ({FALSE_CLEAR:.0%} t test)", False: "; not clear on a metric",
                  None: ""}[self.separated]
         if verdict == "partly" and k < REPRODUCED * n:
             return f"holds in {k} of {n} runs, under the 90% needed"
@@ -301,7 +310,9 @@ def regime_line(claims: list[Claim]) -> str:
     for c in claims:
         if c.in_regime and not c.failed_design:
             level = c.ledger.partition("; NC1 ")[2].removesuffix(" Table 1's")    # Tirer et al.'s: how near
-            seen.setdefault(c.source, (c.where, c.in_regime, f" (NC1 {level})" if level else ""))      # collapse
+            far = c.ledger.partition("reproduction: NC1 ")[2].partition(" ")[0]     # collapse, or how far
+            seen.setdefault(c.source, (c.where, c.in_regime, f" (NC1 {level})" if level else
+                                       f" (NC1 {far}, above all of Table 1)" if far else ""))
     return ("; runs in the regime: " + ", ".join(f"{w} {m} of {n}{x}" for w, (m, n), x in seen.values())
             if seen else "")
 

@@ -86,8 +86,7 @@ def view_variance_sources(r, name):
             means = np.nanmean(v, 0)
             within.append(np.nanmean(np.nanstd(v, 0)))
             between.append(np.nanstd(means) if np.isfinite(means).sum() >= 2 else np.nan)
-    return ["spread within a weight decay (seeds)", "spread between weight decays"], [np.array(within),
-                                                                                         np.array(between)]
+    return ["seed spread", "weight-decay spread"], [np.array(within), np.array(between)]
 
 
 def view_nonlinear(r, name, kind, backbone, depths=(0, -1)):
@@ -125,21 +124,24 @@ exponentially decreases" is read from the drop to the end. Fixed windows, so tha
 one rate throughout, shows no plateau (an onset rule that looks for one finds it anywhere)."""
 
 
-def _rate(v: np.ndarray, t: np.ndarray, t0: float, t1: float) -> np.ndarray:
-    """ln(v(t0) / v(t1)) / (t1 - t0) at the first records at or after ``t0`` and ``t1`` (the last axis records)."""
-    i, j = int(np.argmax(t >= t0 - 1e-12)), int(np.argmax(t >= t1 - 1e-12))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.log(v[..., i] / v[..., j]) / (t[j] - t[i])
-
-
-def phase_rates(r, name, cfg, weight_decay) -> dict[str, np.ndarray]:
-    """The linear pairs' (mean) balancedness falls, ln(fall) per unit of λt, in each phase of :data:`PHASES` and
-    after the drop: [run] each. Gradient flow predicts 2 (the imbalance decays as exp(-2λt), Jacot Sec. 4.2)."""
+def phase_rates(r, name, cfg, weight_decay, per: str = "λt") -> dict[str, np.ndarray]:
+    """The linear pairs' (mean) balancedness falls, ln(fall) per unit of λt (``per="λt"``, the theory's clock) or
+    per training step (``per="step"``, the axis of the paper's figures), in each phase of :data:`PHASES` and after
+    the drop: [run] each. Gradient flow predicts 2 per unit of λt (the imbalance decays as exp(-2λt), Jacot Sec.
+    4.2), in every phase: so per step the rate after a ten-fold learning-rate drop is a tenth of the rate before."""
     v = np.nanmean(r[name][..., layers_of(r, "linear")], -1)            # [run, record]
-    t = decay_time_at(np.asarray(r["steps"]), cfg, weight_decay)
-    drop = float(t[_record(r, "drop")])
-    out = {k: _rate(v, t, f0 * drop, f1 * drop) for k, (f0, f1) in PHASES.items()}
-    return out | {"after the drop": _rate(v, t, drop, float(t[-1]))}
+    steps = np.asarray(r["steps"], dtype=float)
+    lt = decay_time_at(steps, cfg, weight_decay)
+    t = lt if per == "λt" else steps
+    drop = float(lt[_record(r, "drop")])
+    windows = {k: (f0 * drop, f1 * drop) for k, (f0, f1) in PHASES.items()} | {"after the drop": (drop, lt[-1])}
+    # each window's ends found on the λt clock, the rate read on the asked one
+    out = {}
+    for k, (a, b) in windows.items():
+        i, j = int(np.argmax(lt >= a - 1e-12)), int(np.argmax(lt >= b - 1e-12))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[k] = np.log(v[..., i] / v[..., j]) / (t[j] - t[i])
+    return out
 
 
 def view_decay_rate(r, name, cfg, weight_decay):
@@ -154,8 +156,9 @@ def view_decay_phases(r, name, cfg, weight_decay):
 
 
 def view_after_drop(r, name, cfg, weight_decay):
-    """The exponential phase's rate and the rate after the learning-rate drop."""
-    p = phase_rates(r, name, cfg, weight_decay)
+    """The exponential phase's rate and the rate after the learning-rate drop, per training step: the axis of the
+    paper's Fig. 4, on which "at a smaller rate" is read (per unit of λt gradient flow predicts the same rate)."""
+    p = phase_rates(r, name, cfg, weight_decay, per="step")
     return ["exponential phase", "after the drop"], [p["exponential"], p["after the drop"]]
 
 
@@ -192,17 +195,19 @@ def view_roles(r, name, loss, losses):
 
 
 def _blur_values(r, name, blurred):
-    """[setting, seed(, other class)] at the end: NC1(k) of the classes not blurred, else the deepest features' value
-    (NC3 at the classifier)."""
+    """[setting, seed] at the end: NC1(k) of the classes not blurred, their geometric mean within each seed (a
+    seed's classes are one training run, not independent replicates), else the deepest features' value (NC3 at the
+    classifier)."""
     if name == "nc1_per_class":
         others = [k for k in range(r[name].shape[-1]) if k not in blurred]
-        return r[name][:, :, -1, :][..., others]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.exp(np.mean(np.log(r[name][:, :, -1, :][..., others]), -1))
     return r[name][:, :, -1, -1 if name == "nc3_etf_distance" else layer_index(r, "deepest")]
 
 
 def view_blur_vs_clean(r, name, blurred, setting):
-    """Tirer Fig. 6 (a) against (b)-(d): clean and blurred at the ``setting``-th last-layer weight decay, per seed (and
-    per other class for NC1(k))."""
+    """Tirer Fig. 6 (a) against (b)-(d): clean and blurred at the ``setting``-th last-layer weight decay, per seed
+    (NC1(k) of the other classes averaged within it)."""
     v = _blur_values(r, name, blurred)
     return ["clean", f"blurred, λ_W {r['weight_decays_last'][setting]:g}"], [v[0], v[setting + 1]]
 
