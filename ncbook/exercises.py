@@ -241,7 +241,7 @@ CHECKS: dict[str, Check] = {
                               eos_bound),
     "ex-ch8-average": Check("8.2", "the mean last-layer NC2 per depth over seeds and both weight decays (an array)",
                             average),
-    "ex-ch9-per-class": Check("9.1", "the mean per-class NC1 at the last record, per setting and seed (an array)",
+    "ex-ch9-per-class": Check("9.3", "the mean per-class NC1 at the last record, per setting and seed (an array)",
                               per_class),
 }
 

@@ -9,6 +9,8 @@
 ``scripts/mutation_check.py`` checks that these tests do fail for such mutations.
 """
 
+from pathlib import Path
+
 import numpy as np
 import torch
 
@@ -63,3 +65,18 @@ def scale_cases(cut, leave_out=()) -> list:
             if scale in exp.scales and name not in leave_out:
                 seen.setdefault((name, repr(exp.config(scale, **cut(name, scale)))), []).append(scale)
     return [pytest.param(name, scales[0], id=f"{name}-{'+'.join(scales)}") for (name, _), scales in seen.items()]
+
+
+def toc_chapters() -> dict[Path, list[Path]]:
+    """The book's chapters (their MyST sources) in the toc's order, each with its pages (Part IV: a hub and a page per
+    figure); exercises are numbered per chapter across its pages, as sphinx-exercise numbers them."""
+    import yaml
+
+    root = Path(__file__).resolve().parents[1]
+    toc, out = yaml.safe_load((root / "_toc.yml").read_text()), {}
+    for part in toc["parts"]:
+        for chapter in part.get("chapters", []):
+            hub = root / Path(chapter["file"]).with_suffix(".md")
+            if hub.name.startswith("ch"):
+                out[hub] = [root / Path(s["file"]).with_suffix(".md") for s in chapter.get("sections", [])]
+    return out

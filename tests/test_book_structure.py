@@ -12,8 +12,20 @@ import pytest
 
 from ncbook.compare import WRAP
 
+from helpers import toc_chapters  # noqa: E402
+
 BOOK = Path(__file__).resolve().parents[1] / "book"
 CHAPTERS = sorted(BOOK.glob("ch*.md"))
+
+
+TOC = toc_chapters()
+HUBS = list(TOC)
+"""Each chapter's first page: the chapter itself, or the hub of a chapter that has pages."""
+
+
+def chapter_text(hub: Path) -> str:
+    """A chapter's whole text: its hub and its pages, in the toc's order."""
+    return "".join(p.read_text() for p in [hub, *TOC[hub]])
 KINDS = "definition|assumption|theorem|proposition|lemma|corollary"
 
 
@@ -84,15 +96,29 @@ def test_a_wide_line_fails_the_width_check():
     assert wide == [(0, "code"), (0, "output")]
 
 
-@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_the_toc_lists_every_chapter_and_page_once():
+    assert sorted([*HUBS, *(p for pages in TOC.values() for p in pages)]) == CHAPTERS
+
+
+@pytest.mark.parametrize("md", HUBS, ids=lambda p: p.stem)
 def test_chapters_open_with_objectives_and_end_with_a_summary_before_the_exercises(md: Path):
+    """A chapter opens with its objectives and ends with a summary, then its exercises; a chapter with pages (Part
+    IV) ends its hub with the summary, and each of its pages with the exercises on that page, where it has any."""
     text = md.read_text()
     head, first_section = text.split("\n## ", 1)
     assert ":::{admonition} Objectives and prerequisites" in head and "**Prerequisites:**" in head
     sections = re.findall(r"^## (.+)$", text, re.M)
-    assert sections[-2:] == ["Summary", "Exercises"], sections[-3:]
+    if TOC[md]:
+        assert sections[-1] == "Summary", sections[-3:]
+        assert any("\n## Exercises\n" in p.read_text() for p in TOC[md]), md.stem
+        for page in TOC[md]:
+            own = re.findall(r"^## (.+)$", page.read_text(), re.M)
+            assert ":::{exercise}" not in page.read_text() or own[-1] == "Exercises", (page.stem, own[-3:])
+    else:
+        assert sections[-2:] == ["Summary", "Exercises"], sections[-3:]
     summary = text.split("\n## Summary\n", 1)[1].split("\n## Exercises", 1)[0]
-    assert summary.count("\n- ") >= 2
+    # a hub's summary is generated from the claims data (issue 73: tables, never typed); a chapter's, points
+    assert summary.count("\n- ") >= 2 or (TOC[md] and "```{code-cell}" in summary), md.stem
     book = "".join(p.read_text() for p in CHAPTERS)
     for label in re.findall(r"\{prf:ref\}`([^`]+)`", summary):     # the summary cites statements of the book
         assert f":label: {label}\n" in book, f"{md.stem}: the summary cites {label}, stated nowhere"
@@ -100,14 +126,16 @@ def test_chapters_open_with_objectives_and_end_with_a_summary_before_the_exercis
 
 @pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
 def test_every_exercise_has_a_difficulty(md: Path):
+    """Every exercise of a page says how hard it is; every chapter (with its pages) has exercises."""
     titles = re.findall(r"^:::\{exercise\}(.*)$", md.read_text(), re.M)
-    assert titles and all(t.strip() in ("basic", "intermediate", "advanced") for t in titles), titles
+    assert all(t.strip() in ("basic", "intermediate", "advanced") for t in titles), titles
+    assert md not in TOC or re.search(r"^:::\{exercise\}", chapter_text(md), re.M), md.stem
 
 
 def test_the_instructors_page_covers_every_chapter():
     page = (BOOK / "instructors.md").read_text()
     path = page.split("## Reading path", 1)[1].split("\n## ", 1)[0]
-    labels = [re.search(r"^\((ch-[\w-]+)\)=", md.read_text(), re.M).group(1) for md in CHAPTERS]
+    labels = [re.search(r"^\((ch-[\w-]+)\)=", md.read_text(), re.M).group(1) for md in HUBS]
     assert all(f"{{ref}}`{label}`" in path for label in labels)
     assert "## A two-week module" in page and "## A four-week course" in page
 
@@ -140,8 +168,8 @@ def test_the_instructors_plan_states_reading_and_exercise_times_as_the_chapters_
     import re
 
     text = (BOOK / "instructors.md").read_text()
-    for n, path in enumerate(sorted(BOOK.glob("ch0*.md")), start=1):
-        chapter = path.read_text()
+    for n, path in enumerate(HUBS, start=1):
+        chapter = chapter_text(path)
         levels = re.findall(r":::\{exercise\} (\w+)", chapter)
         minutes = {"basic": 10, "intermediate": 25, "advanced": 45}
         cells = ", ".join(f"{n}.{i} ({minutes[lv]})" for i, lv in enumerate(levels, start=1))
@@ -149,8 +177,8 @@ def test_the_instructors_plan_states_reading_and_exercise_times_as_the_chapters_
         assert row in text, row
     four = text[text.index("## A four-week course"):text.index("Every exercise is in one session")]
     given = set(re.findall(r"\b(\d\.\d) \(\d+\)", four)) | set(re.findall(r"\((\d\.\d) and (\d\.\d) go with", text)[0])
-    every = {f"{n}.{i}" for n, p in enumerate(sorted(BOOK.glob("ch0*.md")), start=1)
-             for i in range(1, len(re.findall(r":::\{exercise\}", p.read_text())) + 1)}
+    every = {f"{n}.{i}" for n, p in enumerate(HUBS, start=1)
+             for i in range(1, len(re.findall(r":::\{exercise\}", chapter_text(p))) + 1)}
     assert every <= given, sorted(every - given)
     ch1 = (BOOK / "ch01_metrics.md").read_text()
     cut = ch1.index("## Why not a $d\\times d$ pseudo-inverse in float32")

@@ -154,7 +154,7 @@ def test_dependencies_are_ranges_and_every_import_is_declared():
     third-party module ncbook imports belongs to a core dependency or to an extra."""
     declared = PROJECT["dependencies"] + [r for extra in PROJECT["optional-dependencies"].values() for r in extra]
     assert not [r for r in declared if "==" in r], "pinned dependencies in pyproject.toml"
-    provides = {"scikit-learn": "sklearn", "pillow": "PIL"}
+    provides = {"scikit-learn": "sklearn", "pillow": "PIL", "myst-nb": "myst_nb"}
     names = {provides.get(Requirement(r).name, Requirement(r).name) for r in declared}
     imported = set()
     for path in (ROOT / "ncbook").rglob("*.py"):

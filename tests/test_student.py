@@ -74,7 +74,7 @@ def test_student_chapters_keep_exercises_and_outputs_but_no_solution(md: Path):
     student = student_notebook(md)
     text = "".join(c.source for c in student.cells)
     assert "{solution" not in text
-    assert text.count(":::{exercise}") == md.read_text().count(":::{exercise}") > 0
+    assert text.count(":::{exercise}") == md.read_text().count(":::{exercise}")   # a page may have none (Part IV)
     kept = {c.source: c for c in student.cells if c.cell_type == "code"}
     assert kept and len(kept) <= sum(c.cell_type == "code" for c in full.cells)
     for cell in full.cells:     # every code cell the student keeps has the executed outputs, but the checks
