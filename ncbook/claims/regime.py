@@ -116,12 +116,13 @@ def evaluate(spec: Spec, results: dict[str, dict], governing: str = "") -> Claim
     """A claims-table row from a :class:`Spec` on cached ``results`` (by experiment name), by :func:`judge`, on the
     runs in the spec's regime; an existential spec takes its clearest metric."""
     r = results[spec.result]
+    metric_names = ", ".join(f"{m} = {PAPER_METRICS[spec.paper][m]}" for m in spec.metrics)
     far = far_from_collapse(spec, r)
     if far:                                     # not near collapse: the claim's regime is not reached, never judged
         err = np.asarray(r["train_error"])[..., -1]
         n = int(err[tuple(spec.args["losses"]).index(spec.args["loss"])].size if "loss" in spec.args else err.size)
         return Claim(spec.where, spec.claim, np.zeros(0, bool), spec.runs, "", None, spec.sentence, governing,
-                     metric=", ".join(f"{m} = {PAPER_METRICS[spec.paper][m]}" for m in spec.metrics),
+                     metric=metric_names,
                      criterion=spec.criterion.text, outside=n,
                      ledger=f"not reached by the reproduction: {far}", in_regime=(0, n), view=spec.view,
                      source=spec.result + (f", {spec.args['loss']}" if "loss" in spec.args else ""))
@@ -150,7 +151,7 @@ def evaluate(spec: Spec, results: dict[str, dict], governing: str = "") -> Claim
     runs = spec.runs + (f" x {len(judged)} metrics" if len(judged) > 1 else "")
     return Claim(spec.where, spec.claim, np.concatenate([j.holds for j in judged]), runs,
                  "; ".join(text for _, text in parts), all(seps) if seps else None, spec.sentence, governing,
-                 metric=", ".join(f"{m} = {PAPER_METRICS[spec.paper][m]}" for m in spec.metrics),
+                 metric=metric_names,
                  criterion=spec.criterion.text + ("; one metric with a clear case is enough (\"can\")"
                                                   if spec.exists else ""),
                  direction=any(j.direction for j in judged), precondition=spec.precondition,
