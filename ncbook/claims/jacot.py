@@ -102,10 +102,11 @@ def _head_sweep_specs(where: str, result: str) -> list[Spec]:
              Criterion("flat", 10 ** 0.5, text="not strongly: largest over smallest across the depths that fit at "
                        "most √10 (half a decade)"), "(seed, weight decay) runs", {"end": "last"}),
         Spec(J, where, "\"The relatively high variance of the results is due to averaging over rather strongly "
-             "different weight decay values\"", "the runs' spread comes from the weight decays more than from the "
-             "seeds", ("NC1", "NC2"), result, "variance_sources",
-             Criterion("up", text="at every depth, on a log scale, the SD between the weight decays' seed means above "
-                       "the mean SD over seeds within a weight decay"), "depths"),
+             "different weight decay values\"", "at each depth, the runs' spread comes from the weight decays: "
+             "their runs differ clearly", ("NC1", "NC2"), result, "variance_sources",
+             Criterion("differ", text="depth by depth (a run is a training run: its seeds are the replicates), on a "
+                       "log scale, the runs at the two weight decays differ clearly, either way (Welch's t at 5%): "
+                       "the spread of the figure's average over both is then the weight decays'"), "depths"),
     ])
 
 

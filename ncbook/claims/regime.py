@@ -80,6 +80,14 @@ def finding(metrics: list[str], labels: list[str], groups: list[list[np.ndarray]
     with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         for metric, gs in zip(metrics, groups):
+            if kind == "differ":                # per pair, the factor between the geometric means, the median
+                apart = [np.exp(abs(np.nanmean(np.log(a)) - np.nanmean(np.log(b))))
+                         for a, b in zip(gs[::2], gs[1::2])]
+                apart = [x for x in apart if np.isfinite(x)]
+                x = float(np.median(apart)) if apart else np.nan
+                said.append(f"{metric} " + ("without two values" if not apart else ">x1e12 apart" if x > 1e12
+                                            else f"x{x:.2g} apart"))
+                continue
             v = np.stack([np.asarray(x, dtype=float).ravel() for x in gs])         # [group, run]
             if kind in ("at most", "at least") or len(v) < 2:
                 f = v[np.isfinite(v)]
@@ -98,12 +106,18 @@ def finding(metrics: list[str], labels: list[str], groups: list[list[np.ndarray]
                 said.append(f"{name(metric)} x{np.median(last / first):.2g}")
             else:
                 said.append(f"{name(metric)} {np.median(first):.2g} → {np.median(last):.2g}")
+    if kind == "differ":
+        return ", ".join(said) + " between the weight decays (median over depths)"
     level = kind in ("at most", "at least") or len(labels) < 2
     return ", ".join(said) + ("" if level else f": {labels[0]} → {labels[-1]}")
 
 
-def steps_not_judged(labels: list[str], groups: list[np.ndarray], common: bool) -> str:
-    """The steps (consecutive groups) with fewer than two runs that have a value in both: "linear 4 to linear 5"."""
+def steps_not_judged(labels: list[str], groups: list[np.ndarray], common: bool, pairs: bool = False) -> str:
+    """The steps (consecutive groups) with fewer than two runs that have a value in both: "linear 4 to linear 5";
+    with ``pairs`` ("differ"), the pairs (2i, 2i + 1) without two finite values in each group."""
+    if pairs:
+        return ", ".join(f"{labels[i]} against {labels[i + 1].split(', ')[-1]}" for i in range(0, len(groups), 2)
+                         if min(np.isfinite(np.asarray(groups[j], dtype=float)).sum() for j in (i, i + 1)) < 2)
     out = []
     for i, (a, b) in enumerate(zip(groups, groups[1:])):
         a, b = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
@@ -138,7 +152,7 @@ def evaluate(spec: Spec, results: dict[str, dict], governing: str = "") -> Claim
                   log=spec.view not in LINEAR_VIEWS)
         k = f"{int(j.holds.sum())}/{j.holds.size} hold"
         if j.unjudged:
-            unjudged.append(steps_not_judged(labels, groups, bool(spec.regime)))
+            unjudged.append(steps_not_judged(labels, groups, bool(spec.regime), spec.criterion.kind == "differ"))
         parts.append((j, (f"{metric} ({name}; {k}) " if len(spec.metrics) > 1 else "") + _summary(labels, groups)))
         found.append((metric, labels, groups))
     judged = [j for j, _ in parts]
@@ -160,7 +174,7 @@ def evaluate(spec: Spec, results: dict[str, dict], governing: str = "") -> Claim
                  ledger=(ledger(*in_regime, spec.regime) + _nc_level(spec, r)) if in_regime else "",
                  in_regime=in_regime[:2] if in_regime else None, view=spec.view, failed_design=spec.failed_design,
                  source=spec.result + (f", {spec.args['loss']}" if "loss" in spec.args else ""),
-                 unjudged="; ".join(dict.fromkeys(unjudged)),
+                 unjudged="; ".join(dict.fromkeys(unjudged)), two_sided=spec.criterion.kind == "differ",
                  finding=finding([m for m, _, _ in found], found[0][1], [g for _, _, g in found], spec.criterion.kind,
                                  spec.view))
 

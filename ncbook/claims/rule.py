@@ -25,10 +25,11 @@ passes the two-sided t quantile at this level for its degrees of freedom (:func:
 direction. Under no effect with normal run-to-run noise it reads "clear" (for or against) in 5% of cases at every
 number of runs; ``tests/test_claims.py`` measures it on simulated nulls with 2, 3, 5 and 15 runs."""
 
-UNPAIRED_VIEWS = ("head_depths", "nonlinear")
+UNPAIRED_VIEWS = ("head_depths", "nonlinear", "variance_sources")
 """The views whose groups are different networks (heads, or backbones, of different depths, each initialised
-afresh): Welch's t compares them. Every other view's groups are one network per run (at two times, layers
-or classes, or trained from one initialisation under two settings), and its t reads the paired differences."""
+afresh; networks trained at different weight decays): Welch's t compares them. Every other view's groups are one
+network per run (at two times, layers or classes, or trained from one initialisation under two settings), and its t
+reads the paired differences."""
 
 LINEAR_VIEWS = ("h_over_w", "decay_rate", "decay_phases", "after_drop")
 """The views whose values are differences or rates already (|Δ| from the baseline, ln(fall)/λt): compared on a
@@ -49,7 +50,9 @@ class Criterion:
     above it times ``factor``, and, with ``cap``, within ``cap`` times of it), "flat" (largest over smallest
     group at most ``factor``), "at most" / "at least" (the value against ``factor``), "minor" (two groups whose
     change is not clear (:data:`FALSE_CLEAR`), each run's change within the t prediction interval of the runs'
-    changes). ``text``: the criterion in words."""
+    changes), "differ" (groups in pairs, each pair's runs different networks: the pair's means differ clearly,
+    either way: a two-sided difference, whose negation, no difference, reads "no clear effect", never "not
+    reproduced"). ``text``: the criterion in words."""
 
     kind: str
     factor: float = 1.0
@@ -159,6 +162,8 @@ def judge(groups: list[np.ndarray], c: Criterion, paired: bool = True, common: b
         # interval of the runs' changes)
         limit = threshold(df) * np.std(d, ddof=1) * np.sqrt(1 + 1 / d.size)
         return Judgement(np.abs(d) <= limit, not plain, None, int((~both).sum()), False, int(d.size))
+    if c.kind == "differ":
+        return _differ(g, log)
     if not g or (c.kind not in ("at most", "at least") and (len(g) < 2 or len({x.size for x in g}) > 1)):
         raise ValueError(f"a '{c.kind}' claim needs {'a group' if c.kind.startswith('at') else 'two or more groups'}"
                          f" of runs, the same runs in each; got sizes {[x.size for x in g]}")
@@ -177,8 +182,8 @@ def judge(groups: list[np.ndarray], c: Criterion, paired: bool = True, common: b
             return Judgement(held[keep], True, None, int((~keep).sum()))
         return Judgement(np.max(v, 0) <= c.factor * np.min(v, 0), True, None)      # a NaN (dead layer) fails
     if c.kind not in ("down", "up"):
-        raise ValueError(f"criterion kind must be 'down', 'up', 'flat', 'minor', 'at most' or 'at least', got "
-                         f"{c.kind!r}")
+        raise ValueError(f"criterion kind must be 'down', 'up', 'flat', 'minor', 'differ', 'at most' or 'at least', "
+                         f"got {c.kind!r}")
     sign = 1.0 if c.kind == "up" else -1.0
     holds: list[np.ndarray] = []
     against, clear, left = 0, 0, 0
@@ -211,13 +216,37 @@ def judge(groups: list[np.ndarray], c: Criterion, paired: bool = True, common: b
                      steps - len(judged) if judged else 0)
 
 
-def grade(k: int, n: int, direction: bool = True, separated: bool | None = None, some_clear: bool = False) -> str:
+def _differ(g: list[np.ndarray], log: bool) -> Judgement:
+    """The "differ" criterion: groups in pairs (2i, 2i + 1) of different networks, each pair judged alone by Welch's
+    t, two-sided: one boolean per pair judged (its means differ clearly, :data:`FALSE_CLEAR`); a pair without two
+    finite values in each group is not judged (``unjudged``). Nothing is against: no difference is no clear effect."""
+    if len(g) < 2 or len(g) % 2:
+        raise ValueError(f"a 'differ' claim needs groups in pairs; got {len(g)} groups")
+    clear, judged, left = [], [], 0
+    for a, b in zip(g[::2], g[1::2]):
+        a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+        left += int(a.size < 2 or b.size < 2)
+        if a.size < 2 or b.size < 2:
+            continue
+        t, df = t_statistic(a, b, 1.0, False, log)
+        clear.append(bool(abs(t) >= threshold(df)))
+        judged.append(min(a.size, b.size))
+    held = np.array(clear, bool)
+    return Judgement(held, True, bool(held.all()) if held.size else None, 0, bool(held.any()),
+                     min(judged) if judged else None, left if judged else 0)
+
+
+def grade(k: int, n: int, direction: bool = True, separated: bool | None = None, some_clear: bool = False,
+          two_sided: bool = False) -> str:
     """The verdict of k holding runs of n (module docstring): a clear effect against the paper is not reproduced, a
-    comparison clear on no metric is no clear effect, one clear on some metrics partly."""
+    comparison clear on no metric is no clear effect, one clear on some metrics partly; a two-sided difference
+    ("differ": nothing can be against it) is reproduced where every pair is clear, partly where some are."""
     if not direction or n == 0:
         return "not reproduced"
     if separated is False and not some_clear:
         return NO_EFFECT
+    if two_sided:
+        return "reproduced" if separated else "partly"
     if k >= REPRODUCED * n:
         return "partly" if separated is False else "reproduced"
     return "partly" if k >= PARTLY * n else "not reproduced"

@@ -51,6 +51,8 @@ class Claim:
     unjudged: str = ""
     """The steps of the sentence no two runs of the regime could judge, where others could ("linear 4 to linear 5"):
     the row cannot reproduce the whole sentence (issue 74, point 3)."""
+    two_sided: bool = False
+    """The criterion is a two-sided difference ("differ"): nothing can be against it (:func:`grade`)."""
     finding: str = ""
     """What the runs showed, with its number, metric by metric (:func:`ncbook.claims.regime.finding`)."""
 
@@ -69,7 +71,7 @@ class Claim:
         if not self.reached:
             return NOT_REACHED
         grade_ = grade(int(np.sum(self.holds)), int(np.size(self.holds)), self.direction, self.separated,
-                       self.some_clear)
+                       self.some_clear, self.two_sided)
         if self.unjudged and grade_ == "reproduced":     # a step of the sentence no run could judge (issue 74)
             grade_ = "partly"
         return PRECONDITION_GRADES.get(grade_, grade_) if self.precondition else grade_

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from ..compare import layer_index, layer_names, layers_of, relu_pairs
@@ -75,18 +73,15 @@ def view_head_depths(r, name, end="last", depths=None):
 
 
 def view_variance_sources(r, name):
-    """Jacot Fig. 2: per head depth, at the head's last layer at the end, on a log scale, the spread over seeds within
-    one weight decay (the mean of the seeds' SDs) and the spread between the weight decays (SD of the seed means)."""
-    within, between = [], []
-    for d in range(len(r["depths"])):
-        with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)                    # dead heads: empty slices, NaN
-            v = np.log(r[name][d][..., -1, layer_index(r, "deepest", d)])          # [seed, weight decay]
-            v = np.where(np.isfinite(v), v, np.nan)
-            means = np.nanmean(v, 0)
-            within.append(np.nanmean(np.nanstd(v, 0)))
-            between.append(np.nanstd(means) if np.isfinite(means).sum() >= 2 else np.nan)
-    return ["seed spread", "weight-decay spread"], [np.array(within), np.array(between)]
+    """Jacot Fig. 2: per head depth, at the head's last layer at the end, the runs of each weight decay (its seeds):
+    groups in pairs, depth by depth, for the "differ" criterion (each depth's runs at the two weight decays)."""
+    labels, groups = [], []
+    for d, depth in enumerate(r["depths"]):
+        v = np.asarray(r[name][d][..., -1, layer_index(r, "deepest", d)], dtype=float)      # [seed, weight decay]
+        for w, lam in enumerate(r["weight_decays"]):
+            labels.append(f"{int(depth)} linear, λ {lam:g}")
+            groups.append(v[:, w])
+    return labels, groups
 
 
 def view_nonlinear(r, name, kind, backbone, depths=(0, -1)):
