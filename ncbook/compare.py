@@ -111,6 +111,8 @@ ABLATION_RUNS: dict[str, dict] = {
     "128 wide, 500 epochs": {},
     "128 wide, 500 epochs, 300 per class": {"per_class": 300},
     "512 wide, 1,000 epochs": {"epochs": 1000, "hidden": (512, 512, 512), "losses": ("mse",)},
+    "512 wide, 2,000 epochs, seeds 0 and 1": {"epochs": 2000, "hidden": (512, 512, 512), "losses": ("mse",),
+                                              "seeds": (0, 1)},
     "128 wide, 500 epochs, 1/(2N) loss": {"mse_over_classes": False},
     "128 wide, 1,000 epochs, 1/(2N) loss": {"epochs": 1000, "losses": ("mse",), "mse_over_classes": False},
     "128 wide, 1,000 epochs, 300 per class, 1/(2N) loss": {"epochs": 1000, "losses": ("mse",),
@@ -200,7 +202,7 @@ class RegimeTable:
         loss = {"mse": "MSE", "ce": "CE"}[row.loss]
         return [row.run, loss, f"{row.at_zero} of {row.runs}", f"{row.nc1:.2g}", times_text(row.times) + "x"]
 
-    HEAD = ("run (MLP on MNIST-5k, 3 seeds)", "loss", "at zero training error", "baseline NC1",
+    HEAD = ("run (MLP on MNIST-5k, 3 seeds unless named)", "loss", "at zero training error", "baseline NC1",
             "x Table 1's")
 
     def __repr__(self) -> str:
@@ -212,6 +214,44 @@ class RegimeTable:
         body = "".join("<tr>" + "".join(f"<td data-label='{html.escape(h)}'>{html.escape(c)}</td>"
                                         for h, c in zip(self.HEAD, self.cells(r))) + "</tr>" for r in self.rows)
         return f"<table class='ncbook-scales'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+@dataclass(frozen=True)
+class FitTable:
+    """A head sweep's fit, depth by depth and weight decay by weight decay: how many of its seeds end within
+    ``fits`` training error (Jacot et al. Fig. 2's runs, issue 74); a row per depth, a column per weight decay."""
+
+    depths: list[int]
+    weight_decays: list[float]
+    fitted: np.ndarray
+    """[depth, weight decay]: seeds that fit."""
+    seeds: int
+    fits: float = 0.01
+
+    @classmethod
+    def of(cls, result: dict[str, np.ndarray], fits: float = 0.01) -> FitTable:
+        error = np.asarray(result["train_error"], dtype=float)[..., -1]                 # [depth, seed, weight decay]
+        return cls([int(d) for d in result["depths"]], [float(w) for w in result["weight_decays"]],
+                   (error <= fits).sum(1), error.shape[1], fits)
+
+    @property
+    def head(self) -> list[str]:
+        return ["linear layers"] + [f"λ {w:g}" for w in self.weight_decays]
+
+    def rows(self) -> list[list[str]]:
+        return [[str(d)] + [f"{k} of {self.seeds}" for k in row] for d, row in zip(self.depths, self.fitted)]
+
+    def __repr__(self) -> str:
+        return "\n".join(" | ".join(r) for r in [self.head] + self.rows())
+
+    def _repr_html_(self) -> str:
+        import html
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in self.head)
+        body = "".join("<tr>" + "".join(f"<td data-label='{html.escape(h)}'>{html.escape(c)}</td>"
+                                        for h, c in zip(self.head, r)) + "</tr>" for r in self.rows())
+        return (f"<table class='ncbook-scales'><caption>seeds that fit (training error at most {self.fits:.0%} at the end), per "
+                f"depth of the linear head and weight decay</caption><thead><tr>{head}</tr></thead>"
+                f"<tbody>{body}</tbody></table>")
 
 
 def feature_decay_verdicts(result: dict[str, np.ndarray], losses: tuple[str, ...], layer: str = "deepest"

@@ -62,15 +62,18 @@ def assemble_arrays(parts: list[dict[str, np.ndarray]], setting: str, axis: int,
     """The arrays of a whole run from those of its pieces along ``setting`` (in the order of its values): the
     setting's own array and every array with a length-1 ``axis`` are joined along it (shorter layer axes padded, as
     the run pads a shallower network's), the record axes (:data:`AXES`) and the other settings' arrays
-    (``coordinates``) are kept, and must be the same in every piece; ValueError where the pieces do not fit."""
+    (``coordinates``) are kept, and must be the same in every piece; ValueError where the pieces do not fit. A piece
+    may hold several values of the setting (runs pooled along it, :data:`ncbook.claims.POOLS`): an array is joined
+    where its ``axis`` has as many entries as the piece has values."""
     names = list(parts[0])
     if any(list(p) != names for p in parts):
         raise ValueError(f"the pieces along {setting} hold different arrays: {[sorted(p) for p in parts]}")
+    counts = [np.asarray(p[setting]).shape[0] if setting in p else 1 for p in parts]
     out = {}
     for name in names:
         arrays = [np.asarray(p[name]) for p in parts]
         joined = name == setting or (name not in AXES and name not in coordinates
-                                     and all(a.ndim > axis and a.shape[axis] == 1 for a in arrays))
+                                     and all(a.ndim > axis and a.shape[axis] == c for a, c in zip(arrays, counts)))
         if joined:
             axis_of = 0 if name == setting else axis
             if len({a.ndim for a in arrays}) > 1:

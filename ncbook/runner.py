@@ -392,12 +392,15 @@ def anomalies(root: Path | None = None) -> list[tuple[Path, str]]:
 
 
 def shipped_cost(root: Path | None = None) -> dict[tuple[str, str], tuple[float, int]]:
-    """(wall time in seconds from the manifest, bytes on disk of .npz + .json) of every stored result."""
+    """(wall time in seconds from the manifest, bytes on disk of .npz + .json) of every stored result; a result
+    assembled from stored pieces (:func:`ncbook.pieces.assemble`) costs no time of its own: its manifest's wall time
+    is its pieces', counted with them."""
     out = {}
     for name, tag in stored_tags(root):
         try:
             manifest = cache.read_manifest(name, tag, root)
-            wall = float(manifest["provenance"]["wall_time_s"])
+            prov = manifest["provenance"]
+            wall = 0.0 if prov.get("assembled_from") else float(prov["wall_time_s"])
         except (cache.CacheError, KeyError, TypeError, ValueError):    # unreadable: `verify` and `list` say so
             continue
         folder, manifest_path = cache.paths(name, tag, root)

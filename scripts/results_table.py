@@ -33,7 +33,9 @@ def made_with(provenance: dict) -> str:
 
 def wall_time(provenance: dict) -> str:
     """Seconds, rounded, with a thousands separator, and how a run made in segments was resumed."""
-    return f"{round(provenance['wall_time_s']):,} s" + resumes(provenance)
+    pieces = len(provenance.get("assembled_from") or ())
+    return f"{round(provenance['wall_time_s']):,} s" + (f", its {pieces} pieces' sum" if pieces else
+                                                       resumes(provenance))
 
 
 def manifests() -> dict[str, dict]:
@@ -49,11 +51,15 @@ TOTALS = ("<!-- totals -->", "<!-- /totals -->")
 def totals(provenances: dict[str, dict]) -> str:
     """The totals sentence: how many results at each scale and their recorded wall time, from the manifests."""
     by_scale: dict[str, list[float]] = {}
-    for name, prov in provenances.items():
-        by_scale.setdefault(name.split("/")[1].split("--")[0], []).append(prov["wall_time_s"])
+    for name, prov in provenances.items():     # an assembled result's time is its pieces', counted with them
+        by_scale.setdefault(name.split("/")[1].split("--")[0], []).append(
+            0.0 if prov.get("assembled_from") else prov["wall_time_s"])
     parts = [f"{len(times)} at the `{scale}` scale, {sum(times) / 3600:.2f} h of recorded wall time"
              for scale, times in sorted(by_scale.items())]
-    return f"{len(provenances)} shipped results: " + "; ".join(parts) + "."
+    assembled = sum(bool(p.get("assembled_from")) for p in provenances.values())
+    return (f"{len(provenances)} shipped results: " + "; ".join(parts)
+            + (f" ({assembled} assembled from pieces shipped beside them, whose time is counted once, with the "
+               "pieces)" if assembled else "") + ".")
 
 
 def rewrite(text: str, provenances: dict[str, dict]) -> tuple[str, list[str]]:

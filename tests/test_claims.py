@@ -961,3 +961,36 @@ def test_fig2s_variance_is_judged_depth_by_depth_with_seeds_as_replicates():
     assert clear / 4000 <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 4000), clear
     with pytest.raises(ValueError, match="in pairs"):
         judge([np.ones(3)] * 3, differ, paired=False)
+
+
+def _readme_line(start: str) -> str:
+    from pathlib import Path
+    return next(x for x in (Path(__file__).parents[1] / "results" / "README.md").read_text().splitlines()
+                if x.startswith(start))
+
+
+def test_the_results_readme_states_issue_74s_runs_as_the_arrays_have_them():
+    """Issue 74, point 5: the README's account of the ResNet sweep trained to the paper's λt (how many fit, that they
+    are the same runs as at 240 epochs, how many gave up classes) and of the 2,000-epoch ablation's two seeds (the
+    doubled-λ_H runs' misclassified digits, every other run at zero error) is the arrays'."""
+    import re
+    from collections import Counter
+
+    from ncbook.reproduce import ABLATIONS
+    from ncbook.runner import get
+
+    wd = (0.001, 0.004)
+    long = get("jacot_resnet_head", "cpu", weight_decays=wd, epochs=240, record_every_epochs=20)
+    paper = get("jacot_resnet_head", "cpu", weight_decays=wd, epochs=780, record_every_epochs=30)
+    line = _readme_line("| `jacot_resnet_head/cpu--epochs=780")
+    fates = Counter(_fate(paper))
+    assert f"{fates['fits']} of {sum(fates.values())} runs fit" in line
+    assert (claims.fits(paper) == claims.fits(long)).all() and "the same runs as at 240 epochs" in line
+    assert f"{fates['gave up classes']} give up classes" in line and set(fates) == {"fits", "gave up classes"}
+    tirer = get("tirer_wd_ablation", "cpu", epochs=2000, hidden=(512, 512, 512), losses=("mse",), seeds=(0, 1))
+    end = tirer["train_error"][0, :, :, -1]                                              # [seed, setting]
+    doubled = ABLATIONS.index("WDx2 for H")
+    wrong = np.rint(end[:, doubled] * 5000).astype(int)
+    line = _readme_line("| `tirer_wd_ablation/cpu--epochs=2000,hidden=(512, 512, 512),losses=('mse',),seeds=(0, 1)`")
+    said = [int(n) for n in re.findall(r"end (\d+) and (\d+) training digits", line)[0]]
+    assert said == wrong.tolist() and (np.delete(end, doubled, axis=1) == 0).all() and "every other run" in line

@@ -149,45 +149,84 @@ FIVE_SEEDS = "jacot_mlp@seeds=(0, 1, 2, 3, 4)"
 """Fig. 4 with the paper's five seeds (the `cpu` scale has three; seeds 0-2 are the same runs): its rows read it
 where it is cached."""
 
+FIG4_POOLED = "jacot_mlp@seeds 0-14"
+"""Fig. 4 on fifteen seeds, until at least five fit (issue 74): the runs of seeds 0-4, 5-9 and 10-14, three results
+of five seeds each (full-batch GD: every seed is its own network on the same data), pooled along the seeds where all
+three are cached (:data:`POOLS`); its rows read it in place of :data:`FIVE_SEEDS`."""
+
+FIG1_FIVE = "jacot_resnet_fig1@seeds=(0, 1, 2, 3, 4)"
+"""Fig. 1 with the paper's five seeds (the `cpu` scale has three; seeds 0-2 are the same networks)."""
+
+PAPER_LT = "jacot_resnet_head@epochs=780,weight_decays=(0.001, 0.004)"
+"""Fig. 2's ResNet sweep at the paper's weight decays trained to the paper's λt as we assume it (780 epochs): where
+it is cached it supersedes the 240-epoch run."""
+
+MLP_500 = "jacot_head_depth@per_class=500,steps=8000"
+"""Fig. 2's MLP sweep on 500 digits per class (ten times the `cpu` scale's data), 8,000 steps: where it is cached it
+supersedes the 50-per-class runs (assembled from its two weight decays' pieces)."""
+
+FIG3_FIVE = "jacot_nonlinear_depth@seeds=(0, 1, 2, 3, 4)"
+"""Fig. 3 with the paper's five seeds: where it is cached its rows read it."""
+
+POOLS: dict[str, tuple[str, int, tuple[dict[str, Any], ...]]] = {
+    FIG4_POOLED: ("seeds", 0, tuple({"seeds": tuple(range(i, i + 5))} for i in (0, 5, 10)))}
+"""Results read as one run pooled from several stored ones: the setting they are pooled along, its axis in the
+arrays, and each member's overrides (every member must be cached: a pool is read whole or not at all)."""
+
 EXTRA: dict[str, tuple[str, dict[str, Any]]] = {X10: ("jacot_head_depth", {"lr": 0.05}),
                                                  PAPER_WD: ("jacot_resnet_head", {"weight_decays": (0.001, 0.004)}),
                                                  PAPER_WD_LONG: ("jacot_resnet_head", {
                                                      "weight_decays": (0.001, 0.004), "epochs": 240,
                                                      "record_every_epochs": 20}),
                                                  LONG_MLP: ("jacot_head_depth", {"steps": 8000, "record_every": 400}),
-                                                 FIVE_SEEDS: ("jacot_mlp", {"seeds": (0, 1, 2, 3, 4)})}
+                                                 FIVE_SEEDS: ("jacot_mlp", {"seeds": (0, 1, 2, 3, 4)}),
+                                                 FIG4_POOLED: ("jacot_mlp", {"seeds": tuple(range(15))}),
+                                                 FIG1_FIVE: ("jacot_resnet_fig1", {"seeds": (0, 1, 2, 3, 4)}),
+                                                 PAPER_LT: ("jacot_resnet_head", {
+                                                     "weight_decays": (0.001, 0.004), "epochs": 780,
+                                                     "record_every_epochs": 30}),
+                                                 MLP_500: ("jacot_head_depth", {"per_class": 500, "steps": 8000,
+                                                                                "record_every": 400}),
+                                                 FIG3_FIVE: ("jacot_nonlinear_depth", {"seeds": (0, 1, 2, 3, 4)})}
 """Runs beside the `cpu` scale that Part IV's claims tables also read, by name: the experiment and its overrides."""
 
 
 def jacot_specs(scale: str = "cpu", extra: tuple[str, ...] = ()) -> list[Spec]:
     """Every quantitative claim of Jacot et al. Sec. 6 and App. A as data, at ``scale`` (for the λt of its runs);
     with the runs ``extra`` (names of :data:`EXTRA`) also Fig. 2's rows on them."""
-    mlp, fig1 = get_experiment("jacot_mlp").config(scale), get_experiment("jacot_resnet_fig1").config(scale)
+    mlp, fig1_cfg = get_experiment("jacot_mlp").config(scale), get_experiment("jacot_resnet_fig1").config(scale)
     nd = get_experiment("jacot_nonlinear_depth").config(scale)
-    fig4 = FIVE_SEEDS if FIVE_SEEDS in extra else "jacot_mlp"
+    fig4 = next((n for n in (FIG4_POOLED, FIVE_SEEDS) if n in extra), "jacot_mlp")
+    fig1 = FIG1_FIVE if FIG1_FIVE in extra else "jacot_resnet_fig1"
     specs = _deep_head_specs("Fig. 4, MLP", fig4, "hidden 3", mlp.weight_decays[0], mlp)
-    specs += _deep_head_specs("Fig. 1, ResNet", "jacot_resnet_fig1", "hidden 1", fig1.weight_decays[0], fig1)
-    # a sweep trained further supersedes the same networks' shorter run (every run that fits there fits here)
-    specs += (_head_sweep_specs("Fig. 2, MLP, 8,000 steps", LONG_MLP) if LONG_MLP in extra else
-              _head_sweep_specs("Fig. 2, MLP", "jacot_head_depth"))
+    specs += _deep_head_specs("Fig. 1, ResNet", fig1, "hidden 1", fig1_cfg.weight_decays[0], fig1_cfg)
+    # a sweep trained further (or on more data) supersedes the same networks' shorter run
+    if MLP_500 in extra:
+        specs += _head_sweep_specs("Fig. 2, MLP, 500 per class, 8,000 steps", MLP_500)
+    else:
+        specs += (_head_sweep_specs("Fig. 2, MLP, 8,000 steps", LONG_MLP) if LONG_MLP in extra else
+                  _head_sweep_specs("Fig. 2, MLP", "jacot_head_depth"))
     specs += _head_sweep_specs("Fig. 2, MLP, λt x10", X10) if X10 in extra else []
     specs += [replace(s, failed_design=FAILED_13X) for s in _head_sweep_specs("Fig. 2 right / 5, ResNet",
                                                                              "jacot_resnet_head")]
-    if PAPER_WD_LONG in extra:
+    if PAPER_LT in extra:
+        specs += _head_sweep_specs("Fig. 2 right / 5, ResNet, the paper's λ and λt, 780 epochs", PAPER_LT)
+    elif PAPER_WD_LONG in extra:
         specs += _head_sweep_specs("Fig. 2 right / 5, ResNet, the paper's λ, 240 epochs (λt /3.25)", PAPER_WD_LONG)
     elif PAPER_WD in extra:
         specs += _head_sweep_specs("Fig. 2 right / 5, ResNet, the paper's λ (λt /13)", PAPER_WD)
+    fig3_result = FIG3_FIVE if FIG3_FIVE in extra else "jacot_nonlinear_depth"
     fig3 = []
     for name in ("balancedness", "negativity"):
         for kind in ("min", "mean"):
             fig3.append(Spec("Jacot", "Fig. 3", FIG3_PAPER[(name, kind)], f"the {kind} {name} of the ReLU layers is "
                               "lower in the deepest network", (name,),
-                              "jacot_nonlinear_depth", "nonlinear",
+                              fig3_result, "nonlinear",
                               FIG3_CRITERIA[(name, kind)],
                               "(lr, seed) runs", {"kind": kind, "backbone": nd.backbone}))
     fig3.append(Spec("Jacot", "Fig. 3", "\"the last non-linear layer(s) always exhibit significant negativity\"",
                       "the last ReLU layer is significantly negative at every depth", ("negativity",),
-                      "jacot_nonlinear_depth", "last_relu",
+                      fig3_result, "last_relu",
                       Criterion("at least", 0.1, text="significant: negativity at least 0.1 (a tenth of the "
                                 "pre-activations' norm cut by the ReLU), in every run"),
                       "(depth, learning rate, seed) runs"))

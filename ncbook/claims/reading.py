@@ -9,7 +9,7 @@ import numpy as np
 from ..compare import WRAP
 from ..registry import get_experiment
 from ..scaling import assumptions_text, decay_time_at, governing_text
-from .jacot import EXTRA, FIVE_SEEDS, X10, _head_sweep_specs, jacot_specs
+from .jacot import EXTRA, FIG1_FIVE, FIG4_POOLED, FIVE_SEEDS, POOLS, X10, _head_sweep_specs, jacot_specs
 from .regime import evaluate
 from .rule import Spec
 from .tirer import GOVERNS, TIRER_EXTRA, tirer_specs
@@ -28,7 +28,8 @@ def _governing(spec: Spec, scale: str | None) -> str:
         parts.append("Table 1's MNIST samples per class not stated (Figs. 4, 5: 3K, 5K; compared with 5K)")
     parts += [t for t in (assumptions_text(name),) if t]
     exp = get_experiment(name)
-    ours, theirs = (len(getattr(exp.config(s), "seeds", ())) for s in (scale, "paper"))
+    ours, theirs = (len(getattr(exp.config(s, **(overrides if s == scale else {})), "seeds", ()))
+                    for s in (scale, "paper"))
     if ours and theirs:
         parts.append(f"seeds {ours} (paper {theirs})")
     return "; ".join(parts)
@@ -122,9 +123,27 @@ def cached_results(paper: str, scale: str, root=None) -> dict[str, dict]:
     out = {}
     for name in RESULTS[paper]:
         exp, overrides = GOVERNS[name]
-        if scale in cached_scales(exp, root, **overrides):
+        if name in POOLS:
+            if (pooled := pooled_result(name, scale, root)) is not None:
+                out[name] = pooled
+        elif scale in cached_scales(exp, root, **overrides):
             out[name] = get(exp, scale, root, **overrides)
     return out
+
+
+def pooled_result(name: str, scale: str, root=None) -> dict | None:
+    """The arrays of a pool of :data:`POOLS` at ``scale``: its members' results, each loaded verified, joined along
+    the pooled setting (:func:`ncbook.pieces.assemble_arrays`); None unless every member is cached."""
+    from ..pieces import assemble_arrays, grid_settings
+    from ..runner import cached_scales, get
+
+    exp, overrides = GOVERNS[name]
+    setting, axis, members = POOLS[name]
+    if not all(scale in cached_scales(exp, root, **m) for m in members):
+        return None
+    parts = [get(exp, scale, root, **m) for m in members]
+    return assemble_arrays(parts, setting, axis, grid_settings(get_experiment(exp).config(scale, **overrides),
+                                                               but=setting))
 
 
 def claims_at(paper: str, scale: str, results: dict[str, dict]) -> dict[tuple[str, str], Claim]:
@@ -153,7 +172,8 @@ def verdicts_reading(name: str, tag: str) -> str:
         return ""
     out = []
     for paper, names in RESULTS.items():
-        hits = {r for r in names if GOVERNS[r][0] == name and Run.of(name, scale, **GOVERNS[r][1]).tag == tag}
+        hits = {r for r in names if GOVERNS[r][0] == name and tag in (
+            Run.of(name, scale, **o).tag for o in POOLS.get(r, ("", (), (GOVERNS[r][1],)))[2])}
         count = sum(s.result in hits for s in specs_at(paper, scale)) if hits else 0
         out += [f"{paper} {count}"] if count else []
     return ", ".join(out)
@@ -172,7 +192,7 @@ def beside_scales(paper: str, shown: str = "cpu", scales: tuple[str, ...] = ("cp
 
 def _jacot_runs(results: dict[str, dict]) -> dict[str, dict]:
     """Jacot et al.'s results as their claims read them: Figs. 1 and 4's one network per seed (:func:`_one_network`)."""
-    return {k: _one_network(v) if k in ("jacot_mlp", "jacot_resnet_fig1", FIVE_SEEDS) else v
+    return {k: _one_network(v) if k in ("jacot_mlp", "jacot_resnet_fig1", FIVE_SEEDS, FIG4_POOLED, FIG1_FIVE) else v
             for k, v in results.items()}
 
 
