@@ -146,3 +146,19 @@ def test_a_run_cut_twice_is_assembled_from_its_stored_pieces(tmp_path):
     assert prov["wall_time_s"] == pytest.approx(sum(p["wall_time_s"] for p in prov["assembled_from"]), abs=0.05)
     with pytest.raises(cache.CacheError):
         assemble(Run.of("jacot_resnet_head", "tiny", seeds=(0, 2)), "seeds", tmp_path)     # no such pieces
+
+
+def test_pieces_of_several_values_pool_into_the_whole_run():
+    """Issue 74: Fig. 4's seeds are read pooled from stored results of five seeds each (ncbook.claims.POOLS); on
+    full-batch GD every seed is its own network on the same data, so pieces of two seeds each pooled along the seeds
+    are the four-seed run (to FLOAT32), and the pool the claims read joins its members' arrays the same way."""
+    exp = EXPERIMENTS["jacot_mlp"]
+    cfg = replace(exp.scales["tiny"], seeds=(0, 1, 2, 3), weight_decays=(1e-3,))
+    whole = exp.run(cfg, progress=False)
+    parts = [exp.run(replace(cfg, seeds=s), progress=False) for s in ((0, 1), (2, 3))]
+    pooled = assemble_arrays(parts, "seeds", 0, grid_settings(cfg, "seeds"))
+    assert pooled["seeds"].tolist() == [0, 1, 2, 3] and pooled["train_error"].shape == whole["train_error"].shape
+    assert same(whole, pooled, FLOAT32)
+    with pytest.raises(ValueError, match="disagree on weight_decays"):
+        assemble_arrays([parts[0], exp.run(replace(cfg, seeds=(2, 3), weight_decays=(1e-2,)), progress=False)],
+                        "seeds", 0, grid_settings(cfg, "seeds"))
