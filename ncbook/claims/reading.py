@@ -164,7 +164,8 @@ def specs_at(paper: str, scale: str, extra: tuple[str, ...] = (*EXTRA, *TIRER_EX
 
 def verdicts_reading(name: str, tag: str) -> str:
     """How many claim rows of each paper read experiment ``name``'s stored result ``tag`` (a scale, or a scale with
-    overrides): "Tirer 1", or "" where none does (``python -m ncbook list``: which scale each verdict comes from)."""
+    overrides): "Tirer 1", or "" where none does (``python -m ncbook list``: which scale each verdict comes from); a
+    pool's rows at its first member's result."""
     from ..runner import Run
 
     scale = tag.split("--")[0]
@@ -172,8 +173,9 @@ def verdicts_reading(name: str, tag: str) -> str:
         return ""
     out = []
     for paper, names in RESULTS.items():
-        hits = {r for r in names if GOVERNS[r][0] == name and tag in (
-            Run.of(name, scale, **o).tag for o in POOLS.get(r, ("", (), (GOVERNS[r][1],)))[2])}
+        # a pool's rows are counted once, at its first member (every member is read: :data:`POOLS`)
+        hits = {r for r in names if GOVERNS[r][0] == name
+                and Run.of(name, scale, **(POOLS[r][2][0] if r in POOLS else GOVERNS[r][1])).tag == tag}
         count = sum(s.result in hits for s in specs_at(paper, scale)) if hits else 0
         out += [f"{paper} {count}"] if count else []
     return ", ".join(out)
