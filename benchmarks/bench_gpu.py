@@ -314,6 +314,30 @@ def capture_pays(step: dict, resnets: dict) -> bool:
                and p["captured"]["step_ms"] < p["eager"]["step_ms"] for p in pairs)
 
 
+def _figures(device: str, save) -> tuple[dict, dict, dict]:
+    """The step and metric figures, printed and saved as they are made."""
+    step = step_against_matmul(device)
+    for dtype, figures in step.items():
+        print(f"Jacot-size step, {dtype}: {figures['ops_per_step']:.0f} operations", flush=True)
+        for name in ("eager", "captured"):
+            fig = figures[name]
+            print(f"Jacot-size step, {dtype}, {name}: " + (fig["error"] if "error" in fig else
+                  f"{fig['step_ms']} ms, {fig['fraction_of_matmul']:.0%} of the {dtype} matmul rate "
+                  f"({figures['matmul_flops_per_s'] / 1e12:.2f} TFLOP/s; target >= 40%)"), flush=True)
+    save(step=step)
+    resnets = resnet_steps(device)
+    for label, figures in resnets.items():
+        print(f"{label} step, {figures['ops_per_step']:.0f} operations, {figures['gflop_per_step']} GFLOP: "
+              + ", ".join(f"{name} " + (figures[name]["error"] if "error" in figures[name] else
+                                        f"{figures[name]['step_ms']} ms = {figures[name]['tflop_per_s']} TFLOP/s")
+                          for name in ("eager", "captured")), flush=True)
+    save(resnet_steps=resnets)
+    suite = metrics_against_gram(device)
+    print(f"metric suite, N = 50,000, d = 512: {suite['suite_ms']} ms = {suite['suite_over_gram']} Grams "
+          f"(one Gram {suite['gram_ms']} ms; target <= 2)", flush=True)
+    return step, resnets, suite
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -324,6 +348,8 @@ def main() -> None:
     p.add_argument("--budget-s", type=float, default=float("inf"), help="time no further experiment once this many "
                    "seconds have passed (they are listed as not timed); the step and metric figures are always made")
     p.add_argument("--json", type=Path, default=None, help="also write every figure here")
+    p.add_argument("--experiments-only", action="store_true", help="time the experiments alone, without the step "
+                   "and metric figures (minutes on a CPU): what the relay's estimates read")
     args = p.parse_args()
     out = {"device": args.device, "torch": torch.__version__,
            "gpu": torch.cuda.get_device_name() if args.device.startswith("cuda") else None}
@@ -334,30 +360,17 @@ def main() -> None:
         if args.json:
             args.json.write_text(json.dumps(out, indent=1))
 
-    step = step_against_matmul(args.device)
-    for dtype, figures in step.items():
-        print(f"Jacot-size step, {dtype}: {figures['ops_per_step']:.0f} operations", flush=True)
-        for name in ("eager", "captured"):
-            fig = figures[name]
-            print(f"Jacot-size step, {dtype}, {name}: " + (fig["error"] if "error" in fig else
-                  f"{fig['step_ms']} ms, {fig['fraction_of_matmul']:.0%} of the {dtype} matmul rate "
-                  f"({figures['matmul_flops_per_s'] / 1e12:.2f} TFLOP/s; target >= 40%)"), flush=True)
-    save(step=step)
-    resnets = resnet_steps(args.device)
-    for label, figures in resnets.items():
-        print(f"{label} step, {figures['ops_per_step']:.0f} operations, {figures['gflop_per_step']} GFLOP: "
-              + ", ".join(f"{name} " + (figures[name]["error"] if "error" in figures[name] else
-                                        f"{figures[name]['step_ms']} ms = {figures[name]['tflop_per_s']} TFLOP/s")
-                          for name in ("eager", "captured")), flush=True)
-    save(resnet_steps=resnets)
-    suite = metrics_against_gram(args.device)
-    print(f"metric suite, N = 50,000, d = 512: {suite['suite_ms']} ms = {suite['suite_over_gram']} Grams "
-          f"(one Gram {suite['gram_ms']} ms; target <= 2)", flush=True)
+    if args.experiments_only:
+        step, resnets, suite = {}, {}, {}
+    else:
+        step, resnets, suite = _figures(args.device, save)
     rows, untimed, start = [], [], time.monotonic()
-    capture = capture_pays(step, resnets)
-    print(f"captured steps {'faster' if capture else 'not faster (or failed)'}: NCBOOK_CAPTURE={int(capture)}",
-          flush=True)
-    save(step=step, resnet_steps=resnets, metrics=suite, capture_pays=capture, experiments=rows, not_timed=untimed)
+    capture = capture_pays(step, resnets) if step else False
+    if step:
+        print(f"captured steps {'faster' if capture else 'not faster (or failed)'}: NCBOOK_CAPTURE={int(capture)}",
+              flush=True)
+    save(step=step, resnet_steps=resnets, metrics=suite, experiments=rows, not_timed=untimed,
+         **({"capture_pays": capture} if step else {}))
     for name in args.only:
         if time.monotonic() - start > args.budget_s:
             untimed.append(name)

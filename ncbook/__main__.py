@@ -45,6 +45,7 @@ import itertools
 import multiprocessing
 import shutil
 import threading
+import types
 import typing
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -108,12 +109,13 @@ def parse_assignments(items: list[str], cfg_type, multi: bool) -> dict:
             raise SystemExit(f"{cfg_type.__name__} has no setting {key!r}; settings: {', '.join(known)}")
         tuple_field = typing.get_origin(known[key]) is tuple
         texts = text.split(";" if tuple_field else ",") if multi else [text]
-        try:
-            values = [conform(parse_value(t), known[key]) for t in texts]
-        except TypeError as err:
-            kind = known[key].__name__ if isinstance(known[key], type) else str(known[key]).replace("typing.", "")
-            raise SystemExit(f"--{'grid' if multi else 'set'} {item}: {cfg_type.__name__}.{key} takes a {kind}; "
-                             f"{err}") from None
+        values = []
+        for t in texts:
+            try:
+                values.append(conform(parse_value(t), known[key]))
+            except TypeError:
+                raise SystemExit(f"--{'grid' if multi else 'set'} {item}: {cfg_type.__name__}.{key} takes "
+                                 f"{type_words(known[key])}, not {t!r}") from None
         out[key] = values if multi else values[0]
     return out
 
@@ -134,6 +136,20 @@ def seed_override(exp, cfg_type, seeds: list[int]) -> dict:
     raise SystemExit(f"{exp.name} has no seed setting")
 
 
+TYPE_WORDS = {int: "a whole number", float: "a number", bool: "true or false", str: "a word", type(None): "None"}
+
+
+def type_words(tp) -> str:
+    """A setting's type in words, for a message: "a number", "a tuple of whole numbers", "a number or None"."""
+    if typing.get_origin(tp) is tuple:
+        return f"a tuple of {type_words(typing.get_args(tp)[0]).removeprefix('a ')}s"
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        return " or ".join(type_words(t) for t in typing.get_args(tp))
+    if typing.get_origin(tp) is typing.Literal:
+        return "one of " + ", ".join(repr(v) for v in typing.get_args(tp))
+    return TYPE_WORDS.get(tp, getattr(tp, "__name__", str(tp)))
+
+
 def cmd_list(args) -> int:
     if getattr(args, "notes", False):
         for name, exp in EXPERIMENTS.items():
@@ -144,6 +160,10 @@ def cmd_list(args) -> int:
                 for scale in (s for s in exp.scales if s not in ("tiny", "paper")):
                     print(f"  [{scale} vs paper] {scaling.governing_text(name, scale)}")
         return 0
+    root = cache.results_dir()
+    if not root.is_dir():                          # as verify says it, first and alone: no table of nothing
+        print(f"list: {root}: {anomalies()[0][1]}", file=sys.stderr)
+        return 1
     shipped, device = shipped_cost(), resolve_device(args.device)
     rows = [("experiment", "scale", "status", "wall time", "size", "FLOPs", f"est. {device}", "claim rows",
              "description")]
@@ -162,10 +182,6 @@ def cmd_list(args) -> int:
           "large-product rate plus each step's per-layer overhead (ncbook/cost.py); real runs take 1-6x longer. "
           "Claim rows: the rows of chapters 8 (Jacot) and 9 (Tirer)'s claims tables that this result gives a verdict "
           "(the cpu column, or the column of its scale)")
-    root = cache.results_dir()
-    if not root.is_dir():                          # as verify says it: no results folder is not "0 results"
-        print(f"list: {root}: {anomalies()[0][1]}", file=sys.stderr)
-        return 1
     total_wall = sum(w for w, _ in shipped.values())
     total_size = sum(b for _, b in shipped.values())
     print(f"{len(shipped)} stored results: {total_wall / 60:.1f} min of recorded wall time, {total_size / 1e6:.2f} MB")
@@ -270,8 +286,13 @@ def cmd_relay(args) -> int:
         bench = json.loads(args.bench.read_text()) if args.bench is not None and args.bench.is_file() else None
     except (OSError, ValueError, KeyError) as err:
         raise SystemExit(f"relay: {err}") from None
-    entry = relay.session(units, args.state, args.out, resolve_device(args.device), args.budget_min * 60,
-                          bench=bench)
+    device = resolve_device(args.device)
+    bench_cmd = ([sys.executable, str(Path(__file__).resolve().parents[1] / "benchmarks" / "bench_gpu.py"),
+                  "--device", device] if args.benchmark else None)
+    entry = relay.session(units, args.state, args.out, device, args.budget_min * 60, bench=bench,
+                          bench_cmd=bench_cmd, started=args.started)
+    if entry.get("signal"):                         # stopped by SIGINT or SIGTERM: its state is written
+        return 128 + int(getattr(signal, entry["signal"]))
     return 1 if any(r["status"].startswith("failed") for r in entry["runs"]) else 0
 
 
@@ -451,6 +472,10 @@ def main(argv: list[str] | None = None) -> int:
     rl.add_argument("--device", default="auto")
     rl.add_argument("--budget-min", type=float, required=True)
     rl.add_argument("--bench", type=Path, default=None, help="the benchmark's figures (bench_gpu.py --json)")
+    rl.add_argument("--benchmark", action="store_true", help="run benchmarks/bench_gpu.py first where the state "
+                    "carries no benchmark of this device kind (within a quarter of the session)")
+    rl.add_argument("--started", type=float, default=None, help="when the session began (seconds since the epoch, "
+                    "`date +%%s`): --budget-min counts from then, so that what ran before shares the deadline")
     args = p.parse_args(argv)
     if MISSING is not None:
         print(f"{args.command}: {MISSING}", file=sys.stderr)
@@ -467,9 +492,11 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"{args.command}: {str(err).replace(', or pass root=', '')}", file=sys.stderr)   # what to set, one line
         return 2
-    except KeyboardInterrupt:       # Ctrl-C, or run --all stopping a run at its budget: one line, no traceback
-        print(f"{args.command}: interrupted; nothing half-written is kept, a stopped run's last checkpoint is (the "
-              "same command resumes it)", file=sys.stderr)
+    except KeyboardInterrupt as err:  # Ctrl-C, SIGTERM, run --all or the relay stopping a run: one line, no traceback
+        step = getattr(err, "step", None)
+        print(f"{args.command}: " + (f"stopped at step {step}, checkpointed there" if step is not None else
+                                      "interrupted; nothing half-written is kept, a stopped run's last checkpoint is")
+              + " (the same command resumes it where the results folder's .checkpoints are)", file=sys.stderr)
         return 130
 
 

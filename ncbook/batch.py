@@ -11,7 +11,9 @@ import signal
 import subprocess
 import sys
 import tarfile
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,25 +46,85 @@ def pending(scale: str, device: str, names: list[str] | None = None,
     return sorted(out, key=lambda r: (r[1], r[0].name))
 
 
+GRACE_S = 60.0
+"""How long a run stopped by SIGINT has to write its checkpoint at the step it reached and exit before it is
+killed (its last periodic checkpoint then stands)."""
+
+
 def run_one(run: Run, device: str, left_s: float, root: Path | None = None, python: str = sys.executable,
-            cmd: list[str] | None = None, env: dict[str, str] | None = None) -> str:
-    """``python -m ncbook run`` of one result (or ``cmd``) in a process of its own (its progress and messages shown
-    as it goes), stopped by SIGINT (then killed, if it has not stopped a minute later) when ``left_s`` seconds have
-    passed: "made", "stopped at the budget ..." or "failed ..."."""
+            cmd: list[str] | None = None, env: dict[str, str] | None = None,
+            stop: Callable[[], bool] | None = None, tick: Callable[[], None] | None = None) -> str:
+    """``python -m ncbook run`` of one result (or ``cmd``) in a process of its own session (its progress and messages
+    shown as it goes; a signal to this process's group does not reach it, this process forwards one), stopped by one
+    SIGINT when ``left_s`` seconds have passed, when ``stop()`` says so (polled every second) or when this process is
+    interrupted: the run checkpoints at the step it reached and exits (:func:`ncbook.train.run_steps`), or is killed
+    :data:`GRACE_S` later. ``tick()`` is called every second while it runs (the relay packs new checkpoints). "made",
+    "stopped at the budget", "stopped by a signal" or "failed (...; its message: ...)"."""
     cmd = cmd or [python, "-m", "ncbook", "run", run.name, "--scale", run.scale, "--device", device]
     env = os.environ | (env or {}) | ({"NCBOOK_RESULTS": str(root)} if root is not None else {})
-    proc = subprocess.Popen(cmd, env=env)
+    deadline = time.monotonic() + max(left_s, 0.001)
+    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, start_new_session=True)
+    tail: list[str] = []
+    reader = threading.Thread(target=_echo, args=(proc.stderr, tail), daemon=True)
+    reader.start()
+    why = ""
     try:
-        proc.wait(timeout=max(left_s, 0.001))
-    except subprocess.TimeoutExpired:
+        while True:
+            try:
+                proc.wait(timeout=max(min(1.0, deadline - time.monotonic()), 0.001))
+                break
+            except subprocess.TimeoutExpired:
+                if tick is not None:
+                    tick()
+                if time.monotonic() >= deadline:
+                    why = "at the budget"
+                elif stop is not None and stop():
+                    why = "by a signal"
+                if why:
+                    _stop(proc)
+                    break
+    except KeyboardInterrupt:               # run --all interrupted: the run stops as it would at its budget
+        _stop(proc)
+        raise
+    finally:
+        reader.join(timeout=5)
+    if why:
+        return f"stopped {why}"
+    if proc.returncode == 0:
+        return "made"
+    said = next((line for line in reversed(tail) if line.strip()), "")
+    return f"failed ({exit_description(proc.returncode)}" + (f"; its message: {said.strip()}" if said else "") + ")"
+
+
+def _echo(stream, tail: list[str]) -> None:
+    """Copy a child's stderr to ours as it comes (progress bars included), keeping its last lines (a failure's
+    message, for the ledger)."""
+    pending = ""
+    while chunk := os.read(stream.fileno(), 4096):
+        out = getattr(sys.stderr, "buffer", None)
+        if out is not None:
+            out.write(chunk)
+        else:
+            sys.stderr.write(chunk.decode(errors="replace"))
+        sys.stderr.flush()
+        pending += chunk.decode(errors="replace")
+        *lines, pending = pending.replace("\r", "\n").split("\n")
+        tail.extend(line for line in lines if line.strip())
+        del tail[:-20]
+    if pending.strip():
+        tail.append(pending)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """One SIGINT: the run checkpoints at its next step boundary and exits; killed if it has not within
+    :data:`GRACE_S`."""
+    if proc.poll() is None:
         proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        return "stopped at the budget (its last checkpoint resumes with the same command)"
-    return "made" if proc.returncode == 0 else f"failed ({exit_description(proc.returncode)}; its message is above)"
+    try:
+        proc.wait(timeout=GRACE_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def exit_description(returncode: int) -> str:

@@ -249,8 +249,8 @@ class FitTable:
         head = "".join(f"<th>{html.escape(h)}</th>" for h in self.head)
         body = "".join("<tr>" + "".join(f"<td data-label='{html.escape(h)}'>{html.escape(c)}</td>"
                                         for h, c in zip(self.head, r)) + "</tr>" for r in self.rows())
-        return (f"<table class='ncbook-scales'><caption>seeds that fit (training error at most {self.fits:.0%} at the end), per "
-                f"depth of the linear head and weight decay</caption><thead><tr>{head}</tr></thead>"
+        return (f"<table class='ncbook-scales'><caption>seeds that fit (training error at most {self.fits:.0%} at the "
+                f"end), per depth of the linear head and weight decay</caption><thead><tr>{head}</tr></thead>"
                 f"<tbody>{body}</tbody></table>")
 
 

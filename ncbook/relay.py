@@ -36,10 +36,15 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
+import signal
+import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,52 +109,158 @@ def checkpoint_step(run: Run, root: Path | None = None) -> int | None:
     return sum(int(torch.load(f, weights_only=True, map_location="cpu").get("step", 0)) for f in files)
 
 
-def read_ledger(state: Path | None) -> dict:
-    """The carried ledger, or a fresh one."""
+LEDGER_FIELDS = {"sessions": list, "full_s": dict, "spent_s": dict, "uncarried": dict, "cuts": dict, "lost_s": dict}
+"""The ledger's fields and their types; a carried ledger without one gets it empty, one of the wrong type is
+refused."""
+
+
+def fresh_ledger() -> dict:
+    return {k: t() for k, t in LEDGER_FIELDS.items()}
+
+
+def check_ledger(ledger: Any) -> dict:
+    """The ledger with every field of :data:`LEDGER_FIELDS` (missing ones empty); ValueError naming what is wrong."""
+    if not isinstance(ledger, dict):
+        raise ValueError(f"it holds a {type(ledger).__name__}, not a ledger (an object)")
+    for k, t in LEDGER_FIELDS.items():
+        if not isinstance(ledger.get(k, t()), t):
+            raise ValueError(f"its {k!r} is a {type(ledger[k]).__name__}, not a {t.__name__}")
+    for key, setting in ledger.get("cuts", {}).items():
+        if not isinstance(setting, str):
+            raise ValueError(f"its cut of {key} is {setting!r}, not a setting's name")
+    for k in ("full_s",):
+        for kind, rows in ledger.get(k, {}).items():
+            if not isinstance(rows, dict) or not all(isinstance(v, (int, float)) for v in rows.values()):
+                raise ValueError(f"its {k!r} of {kind} is not a table of seconds")
+    for k in ("spent_s", "uncarried", "lost_s"):
+        if not all(isinstance(v, (int, float)) for v in ledger.get(k, {}).values()):
+            raise ValueError(f"its {k!r} is not a table of numbers")
+    return fresh_ledger() | ledger
+
+
+def read_ledger(state: Path | None, say=print) -> dict:
+    """The carried ledger, or a fresh one; a ledger that cannot be read (malformed JSON, a field of the wrong type) is
+    refused in one line and a fresh one started (the carried results and checkpoints still come in)."""
     path = None if state is None else Path(state) / LEDGER
-    if path is not None and path.is_file():
-        return {"cuts": {}} | json.loads(path.read_text())
-    return {"sessions": [], "full_s": {}, "spent_s": {}, "uncarried": {}, "cuts": {}}
+    if path is None or not path.is_file():
+        return fresh_ledger()
+    try:
+        return check_ledger(json.loads(path.read_text()))
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        say(f"carried {LEDGER} refused ({str(err).splitlines()[0]}): a fresh ledger is started; the measured times "
+            "and cuts it held are lost, the carried results and checkpoints are not")
+        return fresh_ledger()
 
 
-def restore(state: Path | None, root: Path | None = None, say=print) -> None:
-    """Bring a carried state in: its results (checked as ``import`` checks them) and its checkpoints (only ``.pt``
-    files, and the runs' ``.clock.json``, into the results folder's ``.checkpoints``)."""
+def bench_slots(bench: Any) -> dict[str, dict]:
+    """A benchmark file as its slots, one per device kind (``{"kinds": {kind: bench_gpu.py's output}}``); a file
+    from before the slots (one output) is its kind's slot; anything else is no slot."""
+    if not isinstance(bench, dict):
+        return {}
+    if isinstance(bench.get("kinds"), dict):
+        return {k: v for k, v in bench["kinds"].items() if isinstance(v, dict)}
+    if "experiments" in bench or "gpu" in bench:
+        return {bench.get("gpu") or "cpu": bench}
+    return {}
+
+
+def read_bench(state: Path | None, say=print) -> dict[str, dict]:
+    """The carried benchmark slots (:func:`bench_slots`); a file that cannot be read is refused in one line."""
+    path = None if state is None else Path(state) / BENCH
+    if path is None or not path.is_file():
+        return {}
+    try:
+        slots = bench_slots(json.loads(path.read_text()))
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        say(f"carried {BENCH} refused ({str(err).splitlines()[0]}): the benchmark is run again where there is time")
+        return {}
+    if not slots:
+        say(f"carried {BENCH} refused (no benchmark in it): the benchmark is run again where there is time")
+    return slots
+
+
+BENCH_KEYS = ("experiment", "predicted_s")
+"""The fields of a row of ``benchmarks/bench_gpu.py``'s ``experiments`` that the relay reads: one schema, tested on
+the script's own output (``tests/test_relay.py``)."""
+
+
+def bench_seconds(slot: dict, name: str) -> float | None:
+    """The benchmark's predicted full wall time of experiment ``name`` at its scale's defaults, or None."""
+    for row in slot.get("experiments", []):
+        if isinstance(row, dict) and row.get(BENCH_KEYS[0]) == name and isinstance(row.get(BENCH_KEYS[1]),
+                                                                                  (int, float)):
+            return float(row[BENCH_KEYS[1]])
+    return None
+
+
+def restore(state: Path | None, root: Path | None = None, say=print, plan_keys: set[str] | None = None) -> None:
+    """Bring a carried state in: its results (checked as ``import`` checks them; each one refused named, with why) and
+    its checkpoints (only ``.pt`` files that load and the runs' ``.clock.json``, into the results folder's
+    ``.checkpoints``; with ``plan_keys``, a checkpoint of no run of the plan at this code, another commit's, is
+    dropped and named). A carried archive that cannot be read (truncated, not an archive) is refused in one line;
+    the rest still comes in."""
     if state is None or not Path(state).is_dir():
         return
     if (Path(state) / RESULTS).is_file():
         try:
             outcomes, _ = import_results(Path(state) / RESULTS, root)
-            say(f"carried results: {sum(o.status in ('imported', 'unchanged') for o in outcomes)} of {len(outcomes)} "
-                "in")
-        except ImportProblem as err:
-            say(f"carried results not read: {err}")
+            refused = [o for o in outcomes if o.status not in ("imported", "unchanged")]
+            say(f"carried results: {len(outcomes) - len(refused)} of {len(outcomes)} in"
+                + "".join(f"; {o.experiment}/{o.tag} {o.status}: {o.detail}" for o in refused))
+        except (ImportProblem, tarfile.TarError, EOFError, OSError, zlib.error) as err:
+            say(f"carried {RESULTS} refused ({str(err).splitlines()[0] or type(err).__name__}): its results are "
+                "made again")
     if (Path(state) / CHECKPOINTS).is_file():
         into = cache.results_dir(root) / ".checkpoints"
         into.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(Path(state) / CHECKPOINTS, "r:gz") as tar:
-            members = [m for m in tar.getmembers() if m.isfile() and m.name.endswith((".pt", ".clock.json"))
-                       and "/" not in m.name]
-            extract(tar, into, members)
-        say(f"carried checkpoints: {len(members)} file(s)")
+        try:
+            with tarfile.open(Path(state) / CHECKPOINTS, "r:gz") as tar:
+                members = [m for m in tar.getmembers() if m.isfile() and m.name.endswith((".pt", ".clock.json"))
+                           and "/" not in m.name]
+                extract(tar, into, members)
+        except (tarfile.TarError, EOFError, OSError, zlib.error) as err:
+            say(f"carried {CHECKPOINTS} refused ({str(err).splitlines()[0] or type(err).__name__}): the runs it "
+                "held start again from their beginning")
+            return
+        kept = 0
+        for m in members:
+            f = into / m.name
+            if not m.name.endswith(".pt"):
+                continue
+            key = m.name.removesuffix(".pt").split("--")[-1].split(".")[0]
+            why = ""
+            if plan_keys is not None and key not in plan_keys:
+                why = "it is of no run of the plan at this commit (another commit's code or configuration)"
+            else:
+                try:
+                    step = torch.load(f, weights_only=True, map_location="cpu").get("step")
+                except Exception as err:                     # a damaged file: whatever torch raises, said
+                    why = f"it does not load ({type(err).__name__})"
+            if why:
+                f.unlink(missing_ok=True)
+                say(f"carried checkpoint {m.name} dropped: {why}")
+            else:
+                kept += 1
+                say(f"carried checkpoint {m.name}: at step {step}")
+        say(f"carried checkpoints: {kept} in")
 
 
 def estimate(unit: Unit, ledger: dict, bench: dict, kind: str, device: str,
              share: tuple[float, str] | None = None) -> tuple[float, str]:
     """Seconds the unit still needs on this device kind, and whence: a full wall time measured here, less what was
-    spent on it; else ``share`` (a piece's share of its whole's estimate, :func:`cut`); else the benchmark's
-    prediction (for the experiment at its scale's defaults); else the cost model's; at least as long as it once ran
-    unfinished where its checkpoint was then lost."""
+    spent on it; else ``share`` (a piece's share of its whole's estimate, or of a measured sibling's, :func:`cut`);
+    else the benchmark of this device kind's prediction (``bench``: a slot of :func:`bench_slots`, for the experiment
+    at its scale's defaults); else the cost model's; at least as long as it once ran unfinished where its checkpoint
+    was then lost."""
     run = unit.run
     full = ledger["full_s"].get(kind, {}).get(f"{unit.name}/{run.tag}")
     if full is not None:
         return max(full - ledger["spent_s"].get(run.key, 0.0), 0.0), "measured"
     if share is not None:
         return _left(ledger, run.key, share[0]), share[1]
-    if not unit.overrides and (bench.get("gpu") or "cpu") == kind:          # the benchmark of this device kind
-        for row in bench.get("experiments", []):
-            if row.get("name") == unit.name:
-                return _left(ledger, run.key, float(row["predicted_s"])), "benchmark"
+    predicted = bench_seconds(bench, unit.name) if not unit.overrides else None
+    if predicted is not None:
+        return _left(ledger, run.key, predicted), "benchmark"
     return _left(ledger, run.key, _seconds(run, device)), "cost model"
 
 
@@ -170,21 +281,27 @@ def _seconds(run: Run, device: str) -> float:
 def cut(unit: Unit, est: float, whence: str, ledger: dict, kind: str, device: str, session_s: float,
         root: Path | None = None) -> list[tuple[Unit, float, str]]:
     """The unit, or its pieces where it was cut or is to be cut (longer than ``session_s``, no checkpoint of its own to
-    resume, a setting to cut along: :func:`ncbook.pieces.settings_to_cut`), each with its estimate: measured, or its
-    share of the unit's by the cost model. A new cut is recorded in ``ledger["cuts"]``."""
+    resume, a setting to cut along: :func:`ncbook.pieces.settings_to_cut`), each with its estimate: measured; else
+    scaled from its measured siblings (their measured seconds per second of the cost model's); else its share of the
+    unit's by the cost model. A new cut is recorded in ``ledger["cuts"]``."""
     run = unit.run
     if cached_current(run, root) is not None:        # made (a piece assembled here or carried in): nothing below it
         return [(unit, est, whence)]
-    setting = ledger["cuts"].get(run.key)
+    setting = ledger["cuts"].get(run.key)                       # checked when the ledger came in (check_cuts)
     if setting is None and est > session_s and not checkpoints_of(run, root):
         setting = next(iter(settings_to_cut(run)), None)
         if setting is not None:
             ledger["cuts"][run.key] = setting
     if setting is None:
         return [(unit, est, whence)]
-    whole, out = _seconds(run, device), []
-    for p in pieces(run, setting):
-        share = (est * _seconds(p, device) / whole, whence.removesuffix(", its share") + ", its share")
+    whole, parts, out = _seconds(run, device), pieces(run, setting), []
+    measured = [(ledger["full_s"].get(kind, {}).get(f"{p.name}/{p.tag}"), _seconds(p, device)) for p in parts]
+    rates = [m / c for m, c in measured if m is not None and c > 0]
+    for p in parts:
+        if rates:
+            share = (sum(rates) / len(rates) * _seconds(p, device), "measured on its sibling pieces")
+        else:
+            share = (est * _seconds(p, device) / whole, whence.removesuffix(", its share") + ", its share")
         out += cut(unit_of(p), *estimate(unit_of(p), ledger, {}, kind, device, share), ledger, kind, device,
                    session_s, root)
     return out
@@ -233,71 +350,260 @@ def _tar(path: Path, files: list[tuple[Path, str]]) -> int:
     return path.stat().st_size
 
 
-def session(units: list[Unit], state: Path | None, out: Path, device: str, budget_s: float,
-            root: Path | None = None, python: str = sys.executable, bench: dict | None = None) -> dict:
-    """One session of the relay (module docstring): restore ``state``, run the plan within ``budget_s`` seconds,
-    write the next state to ``out``; the session's entry of the ledger."""
-    out.mkdir(parents=True, exist_ok=True)
-    lines: list[str] = []
+PACK_S = 20.0
+"""Seconds a session keeps at its end for its last packing (it packs as it goes: this is for the last change); a
+tenth of a session shorter than 200 s."""
 
-    def say(text: str) -> None:
+BENCH_SHARE = 0.25
+"""The most of a session's time its benchmark may take (it runs once per device kind)."""
+
+
+class _Signals:
+    """SIGINT and SIGTERM during a session: noted (``received``), so that the running child is stopped at a step
+    boundary with a checkpoint and the session writes its state and ends within seconds; a second one, at once."""
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self.before: dict[int, Any] = {}
+
+    def _handle(self, signum, frame) -> None:
+        if self.received is not None:
+            raise KeyboardInterrupt
+        self.received = signum
+
+    def __enter__(self) -> _Signals:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.before[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self.before.items():
+            signal.signal(sig, handler)
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.received).name if self.received is not None else ""
+
+
+class _Out:
+    """The next state in ``out``, valid at every instant: each file written atomically as it changes, the log line by
+    line as it is said."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        out.mkdir(parents=True, exist_ok=True)            # a log begun by the session script is kept (its lines)
+
+    def say(self, text: str) -> None:
         print(text, flush=True)
-        lines.append(text)
+        with open(self.out / LOG, "a") as f:
+            f.write(text + "\n")
 
-    ledger = read_ledger(state)
-    restore(state, root, say)
-    _assemble(units, ledger, root, say)
+    def json(self, name: str, data: Any) -> None:
+        cache.atomic_write(self.out / name, lambda tmp: tmp.write_text(json.dumps(data, indent=1)))
+
+
+def plan_keys(units: list[Unit], cuts: dict) -> set[str]:
+    """The keys of the plan's runs at this code: its units and, where they were cut, every piece below."""
+    keys: set[str] = set()
+
+    def walk(run: Run) -> None:
+        keys.add(run.key)
+        if run.key in cuts and cuts[run.key] in get_splits(run):
+            for p in pieces(run, cuts[run.key]):
+                walk(p)
+    for u in units:
+        walk(u.run)
+    return keys
+
+
+def get_splits(run: Run) -> dict:
+    return EXPERIMENTS[run.name].splits
+
+
+def check_cuts(units: list[Unit], ledger: dict, say) -> None:
+    """Refuse, in one line each, the carried cuts of the plan's runs along a setting they cannot be cut along (a
+    hand-edited ledger), and drop those of no run of the plan (another commit's code or configuration)."""
+    known: set[str] = set()
+
+    def walk(run: Run) -> None:
+        known.add(run.key)
+        setting = ledger["cuts"].get(run.key)
+        if setting is None:
+            return
+        if setting not in settings_to_cut(run):
+            say(f"{run.name} ({run.tag}): the carried cut along {setting!r} is refused: it can be cut along "
+                f"{', '.join(settings_to_cut(run)) or 'nothing'}")
+            del ledger["cuts"][run.key]
+            return
+        for p in pieces(run, setting):
+            walk(p)
+    for u in units:
+        walk(u.run)
+    stray = [k for k in ledger["cuts"] if k not in known]
+    for k in stray:
+        del ledger["cuts"][k]
+    if stray:
+        say(f"carried cuts of no run of the plan at this commit dropped: {len(stray)}")
+
+
+def benchmark(cmd: list[str], kind: str, limit_s: float, say) -> dict | None:
+    """Run the benchmark (``cmd`` writes its JSON to the path appended as ``--json``) within ``limit_s`` seconds:
+    its figures, or None; its output goes to the log where it fails."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bench.json"
+        say(f"benchmark of {kind}: at most {limit_s:.0f} s")
+        try:
+            done = subprocess.run([*cmd, "--budget-s", f"{max(limit_s - 30, 1):.0f}", "--json", str(path)],
+                                  capture_output=True, text=True, timeout=limit_s)
+            text, ok = done.stdout + done.stderr, done.returncode == 0
+        except subprocess.TimeoutExpired as err:         # what it printed before it was stopped
+            text, ok = "".join(x.decode(errors="replace") if isinstance(x, bytes) else x or ""
+                               for x in (err.stdout, err.stderr)), False
+        try:
+            figures = json.loads(path.read_text()) if path.is_file() else None
+        except ValueError:
+            figures = None
+        if not ok or figures is None:
+            say(f"benchmark of {kind}: {'stopped early' if figures else 'failed'}; its output:")
+            for line in text.strip().splitlines()[-30:]:
+                say(f"    {line}")
+        if figures is not None:
+            rows = sum(bench_seconds(figures, r.get(BENCH_KEYS[0], "")) is not None
+                       for r in figures.get("experiments", []) if isinstance(r, dict))
+            say(f"benchmark of {kind}: {rows} experiment(s) measured, kept in {BENCH} for the next sessions")
+        return figures
+
+
+def session(units: list[Unit], state: Path | None, out: Path, device: str, budget_s: float,
+            root: Path | None = None, python: str = sys.executable, bench: dict | None = None,
+            bench_cmd: list[str] | None = None, started: float | None = None) -> dict:
+    """One session of the relay (module docstring): restore ``state``, put it into ``out`` at once, run the plan
+    within ``budget_s`` seconds counted from ``started`` (a ``time.time()``; default now: the session script's start,
+    so that the wheels, the benchmark, the runs and the packing share one deadline), packing every change into
+    ``out`` as it happens; SIGINT or SIGTERM stop the running child at a step boundary with a checkpoint and end the
+    session with its state written. The session's entry of the ledger (``entry["signal"]``: the signal that ended
+    it, if one did)."""
+    w = _Out(out)
+    say = w.say
+    end = (started if started is not None else time.time()) + budget_s - min(PACK_S, budget_s / 10)
+    left = lambda: end - time.time()                                                    # noqa: E731
     kind = device_kind(device)
-    bench = bench or {}
-    deadline = time.monotonic() + budget_s
-    entry: dict[str, Any] = {"device": kind, "budget_s": budget_s, "runs": []}
+    entry: dict[str, Any] = {"device": kind, "budget_s": budget_s, "commit": cache.git_commit(), "runs": []}
+    with _Signals() as sig:
+        ledger = read_ledger(state, say)
+        slots = read_bench(state, say) | (bench_slots(bench) if bench else {})
+        before = ledger.get("commit")
+        if before and before != entry["commit"]:
+            say(f"the carried state was made at {before[:12]}, this is {entry['commit'][:12]}: a result or "
+                "checkpoint whose code or configuration changed is refused by its key")
+        check_cuts(units, ledger, say)
+        restore(state, root, say, plan_keys(units, ledger["cuts"]))
+        ledger["commit"] = entry["commit"]
+        ledger["sessions"].append(entry)
+
+        def save(results: bool = True) -> None:
+            w.json(LEDGER, ledger)
+            if slots:
+                w.json(BENCH, {"kinds": slots})
+            _pack(units, ledger, out, root, say, results=results)
+        try:
+            save()
+            _assemble(units, ledger, root, say)
+            if kind not in slots and bench_cmd and not sig.received:
+                figures = benchmark(bench_cmd, kind, min(BENCH_SHARE * budget_s, max(left(), 1.0)), say)
+                if figures is not None:
+                    slots[kind] = figures
+                    save(results=False)
+            elif kind in slots:
+                say(f"the carried benchmark of {kind} is used")
+            if CAPTURE_ENV not in os.environ and "capture_pays" in slots.get(kind, {}):    # the benchmark's verdict
+                os.environ[CAPTURE_ENV] = "1" if slots[kind]["capture_pays"] else "0"
+            _work(units, ledger, slots.get(kind, {}), kind, device, root, python, budget_s, left, sig, entry, say,
+                  save)
+        finally:
+            entry["signal"] = sig.name
+            _assemble(units, ledger, root, say)
+            save()
+            done = sum(cached_current(u.run, root) is not None for u in units)
+            say(f"the plan: {done} of {len(units)} results current; bring {out} home and carry it as the next state"
+                + (f" (the session was stopped by {sig.name})" if sig.received else ""))
+            nxt = plan(units, ledger, slots.get(kind, {}), kind, device, root, budget_s) if done < len(units) else []
+            if nxt:
+                u, est, whence, resumed = nxt[0]
+                step = checkpoint_step(u.run, root) if resumed else None
+                say(f"the next session starts with {u.name} ({u.run.tag}): "
+                    + (f"resumed at step {step}, " if resumed else "") + f"about {est:.0f} s ({whence})")
+    return entry
+
+
+def _work(units, ledger, bench, kind, device, root, python, budget_s, left, sig, entry, say, save) -> None:
+    """The runs of one session (:func:`session`), in the plan's order, while there is time and no signal."""
     for unit, est, whence, resumed in plan(units, ledger, bench, kind, device, root, budget_s):
-        run, left = unit.run, deadline - time.monotonic()
+        run = unit.run
         row = {"result": f"{unit.name}/{run.tag}", "key": run.key, "estimate_s": round(est, 1), "whence": whence,
                "start_step": checkpoint_step(run, root)}
-        if left <= 1:
-            row["status"] = "not started: the budget is spent"
-        elif est > left and run.key in ledger["uncarried"]:
-            row["status"] = (f"not started: needs {est:.0f} s, {left:.0f} s left, and its checkpoint "
-                             f"({ledger['uncarried'][run.key]} bytes) cannot be carried")
-        elif left < est <= budget_s and not resumed:
-            row["status"] = f"not started: needs {est:.0f} s, {left:.0f} s left; it fits the next session"
-        elif est > left and not resumed and (size := cost.checkpoint_bytes(run.config)) > MAX_FILE:
-            row["status"] = (f"not started: needs {est:.0f} s, more than this session's {budget_s:.0f} s, it cannot be "
-                             f"cut further, and its checkpoints (about {size / 2**20:.0f} MiB by its parameters) "
-                             f"cannot be carried: it needs a session of its own of {math.ceil(est / 60)} minutes")
-        else:
-            say(f"{'resuming' if resumed else 'starting'} {unit.name} ({run.tag}): about {est:.0f} s ({whence}), "
-                f"{left:.0f} s left")
-            t0 = time.monotonic()
-            status = run_one(run, device, left, root, python, command(unit, device, python))
-            if status.startswith("failed") and capture_requested() and deadline - time.monotonic() > 1:
-                # a compile failure or a crash of the compiled code (the run is a process of its own, so a crash
-                # ends only it): run again eagerly, the failure recorded in the ledger and the result's provenance
-                why = f"the captured run {status.split(';')[0].removesuffix(')')})"   # "... failed (killed by SIGABRT)"
-                say(f"{unit.name}: {why}; again with the eager step (NCBOOK_CAPTURE=0)")
-                status = run_one(run, device, deadline - time.monotonic(), root, python,
-                                 command(unit, device, python), env={CAPTURE_ENV: "0", CAPTURE_FALLBACK_ENV: why})
-                row.update(eager_fallback=True, captured_failure=why)
-            spent = time.monotonic() - t0
-            ledger["spent_s"][run.key] = ledger["spent_s"].get(run.key, 0.0) + spent
-            if cached_current(run, root) is not None:         # made, even if it finished as the budget ended
-                status = "made"
-                ledger["full_s"].setdefault(kind, {})[row["result"]] = round(ledger["spent_s"].pop(run.key), 1)
-            row.update(status=status, spent_s=round(spent, 1))
-        row["end_step"] = checkpoint_step(run, root)
         entry["runs"].append(row)
+        carried = run.key not in ledger["uncarried"] and cost.checkpoint_bytes(run.config) <= MAX_FILE
+        if sig.received:
+            row["status"] = f"not started: the session was stopped by {sig.name}"
+        elif left() <= 1:
+            row["status"] = "not started: the session's time is spent"
+        elif est > left() and run.key in ledger["uncarried"]:
+            row["status"] = (f"not started: needs {est:.0f} s, {left():.0f} s left, and its checkpoint "
+                             f"({ledger['uncarried'][run.key]} bytes) cannot be carried")
+        elif est > left() and not resumed and not carried:
+            size = cost.checkpoint_bytes(run.config)
+            row["status"] = (f"not started: needs {est:.0f} s, {left():.0f} s left in this session of {budget_s:.0f}"
+                             f" s, it cannot be cut further, and its checkpoints (about {size / 2**20:.0f} MiB by "
+                             f"its parameters) cannot be carried: it needs a session of its own of "
+                             f"{math.ceil(est / 60)} minutes")
+        else:
+            _run(unit, est, whence, resumed, row, ledger, kind, device, root, python, left, sig, say, save)
+        row.setdefault("end_step", row["start_step"])
         say(f"{row['result']}: {row['status']}")
-    _assemble(units, ledger, root, say)
-    _pack(units, ledger, out, root, say)
-    ledger["sessions"].append(entry)
-    cache.atomic_write(out / LEDGER, lambda tmp: tmp.write_text(json.dumps(ledger, indent=1)))
-    if bench:
-        cache.atomic_write(out / BENCH, lambda tmp: tmp.write_text(json.dumps(bench, indent=1)))
-    done = sum(cached_current(u.run, root) is not None for u in units)
-    say(f"the plan: {done} of {len(units)} results current; bring {out} home and carry it as the next state")
-    (out / LOG).write_text("\n".join(lines) + "\n")
-    return entry
+        save()
+
+
+def _run(unit, est, whence, resumed, row, ledger, kind, device, root, python, left, sig, say, save) -> None:
+    """One run of a session, its row of the ledger filled in: started or resumed, stopped (at which step, with which
+    checkpoint), failed (its message) or made; its new checkpoints packed into ``out`` as they are written."""
+    run = unit.run
+    at = row["start_step"]
+    say(f"{'resuming' if resumed else 'starting'} {unit.name} ({run.tag})"
+        + (f" at step {at}" if at is not None else "")
+        + f": about {est:.0f} s ({whence}), {left():.0f} s left" + ("" if est <= left() else
+                                                                   ": it stops at the deadline with a checkpoint"))
+    seen: dict[Path, int] = {f: f.stat().st_mtime_ns for f in checkpoints_of(run, root)}
+
+    def tick() -> None:                          # a new checkpoint of the running child: packed at once
+        now = {f: f.stat().st_mtime_ns for f in checkpoints_of(run, root) if f.exists()}
+        if now and now != seen:
+            seen.clear()
+            seen.update(now)
+            save(results=False)
+    t0 = time.monotonic()
+    stop = lambda: sig.received is not None                                     # noqa: E731
+    status = run_one(run, device, left(), root, python, command(unit, device, python), stop=stop, tick=tick)
+    if status.startswith("failed") and capture_requested() and left() > 1 and not sig.received:
+        # a compile failure or a crash of the compiled code (the run is a process of its own, so a crash
+        # ends only it): run again eagerly, the failure recorded in the ledger and the result's provenance
+        why = f"the captured run {status.split(';')[0].removesuffix(')')})"   # "... failed (killed by SIGABRT)"
+        say(f"{unit.name}: {why}; again with the eager step (NCBOOK_CAPTURE=0)")
+        status = run_one(run, device, left(), root, python, command(unit, device, python),
+                         env={CAPTURE_ENV: "0", CAPTURE_FALLBACK_ENV: why}, stop=stop, tick=tick)
+        row.update(eager_fallback=True, captured_failure=why)
+    spent = time.monotonic() - t0
+    ledger["spent_s"][run.key] = ledger["spent_s"].get(run.key, 0.0) + spent
+    row["end_step"] = checkpoint_step(run, root)
+    if cached_current(run, root) is not None:         # made, even if it finished as the budget ended
+        status = "made"
+        ledger["full_s"].setdefault(kind, {})[row["result"]] = round(ledger["spent_s"].pop(run.key), 1)
+    elif status.startswith("stopped"):
+        files = [f.name for f in checkpoints_of(run, root)]
+        status += (f" at step {row['end_step']}, checkpoint {', '.join(files)}: the next session resumes it there"
+                   if files else ", before its first checkpoint: the next session starts it again")
+    row.update(status=status, spent_s=round(spent, 1))
 
 
 def _assemble(units: list[Unit], ledger: dict, root: Path | None, say) -> None:
@@ -321,10 +627,17 @@ def nodes(unit: Unit, cuts: dict, root: Path | None = None) -> list[Unit]:
     return [n for p in pieces(run, cuts[run.key]) for n in nodes(unit_of(p), cuts, root)]
 
 
-def _pack(units: list[Unit], ledger: dict, out: Path, root: Path | None, say) -> None:
-    """The current results (a cut unit's made pieces until it is assembled) and the stopped runs' checkpoints (on
-    the CPU) into ``out``, each within :data:`MAX_FILE`."""
+def _pack(units: list[Unit], ledger: dict, out: Path, root: Path | None, say, results: bool = True) -> None:
+    """The current results (a cut unit's made pieces until it is assembled; with ``results``) and the runs'
+    checkpoints (on the CPU) into ``out``, each within :data:`MAX_FILE`, each written atomically: a file is replaced
+    only by a whole one, and never by nothing while there is something to carry."""
     units = [n for u in units for n in nodes(u, ledger["cuts"], root)]
+    if results:
+        _pack_results(units, out, root, say)
+    _pack_checkpoints(units, ledger, out, root, say)
+
+
+def _pack_results(units: list[Unit], out: Path, root: Path | None, say) -> None:
     results = []
     for u in units:
         run = u.run
@@ -332,11 +645,21 @@ def _pack(units: list[Unit], ledger: dict, out: Path, root: Path | None, say) ->
             folder, manifest = cache.paths(run.name, run.tag, root)
             results += [(folder / f, f"results/{run.name}/{f}")
                         for f in [manifest.name, *cache.read_manifest(run.name, run.tag, root)["files"]]]
-    for stale in (out / RESULTS, out / CHECKPOINTS):
-        stale.unlink(missing_ok=True)
-    if results and _tar(out / RESULTS, results) > MAX_FILE:
-        (out / RESULTS).unlink()
-        say(f"the results came to more than {MAX_FILE} bytes and were not packed: bring them home in parts")
+    if not results:
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        if _tar(Path(tmp) / RESULTS, results) > MAX_FILE:
+            say(f"the results came to more than {MAX_FILE} bytes and were not packed: bring them home in parts")
+        else:
+            _move(Path(tmp) / RESULTS, out / RESULTS)
+
+
+def _move(src: Path, dest: Path) -> None:
+    """``src`` to ``dest`` atomically (a copy beside ``dest``, then a rename)."""
+    cache.atomic_write(dest, lambda tmp: shutil.copyfile(src, tmp))
+
+
+def _pack_checkpoints(units: list[Unit], ledger: dict, out: Path, root: Path | None, say) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         files: list[tuple[Path, str]] = []
         for u in units:
@@ -347,6 +670,8 @@ def _pack(units: list[Unit], ledger: dict, out: Path, root: Path | None, say) ->
             cpu = cpu_checkpoints(mine, Path(tmp))
             size = sum(f.stat().st_size for f in cpu)
             if size > MAX_FILE:
+                if ledger["uncarried"].get(run.key) == size:          # said when it was found
+                    continue
                 ledger["uncarried"][run.key] = size
                 lost = ledger.setdefault("lost_s", {})                  # its time so far was spent for nothing,
                 lost[run.key] = max(lost.get(run.key, 0.0), ledger["spent_s"].pop(run.key, 0.0))  # and it needs more
@@ -355,6 +680,9 @@ def _pack(units: list[Unit], ledger: dict, out: Path, root: Path | None, say) ->
                 continue
             files += [(f, f.name) for f in cpu]
             files += [(c, c.name) for c in [clock_path(run.checkpoint(root))] if c.is_file()]  # its wall time so far
-        if files and _tar(out / CHECKPOINTS, files) > MAX_FILE:
-            (out / CHECKPOINTS).unlink()
+        if not files:
+            (out / CHECKPOINTS).unlink(missing_ok=True)          # nothing left to resume: every run made
+        elif _tar(Path(tmp) / CHECKPOINTS, files) > MAX_FILE:
             say(f"the checkpoints came to more than {MAX_FILE} bytes together and were not packed")
+        else:
+            _move(Path(tmp) / CHECKPOINTS, out / CHECKPOINTS)

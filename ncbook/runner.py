@@ -362,7 +362,8 @@ def anomalies(root: Path | None = None) -> list[tuple[Path, str]]:
     files are expected."""
     root = cache.results_dir(root)
     if not root.is_dir():
-        return [(root, "the results folder is missing: clone the repository again, or run the experiments")]
+        return [(root, "the results folder is missing: set NCBOOK_RESULTS to the results/ of the book's source (a "
+                       "clone or ncbook-source.zip) or to a folder of your own, or run the experiments")]
     out, listed = [], set()
     tags = stored_tags(root)
     for name, tag in tags:

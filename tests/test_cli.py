@@ -85,9 +85,9 @@ def test_missing_full_dataset_names_the_fix(results, tmp_path):
 
 
 def test_settings_are_checked_against_their_types_before_any_work(results):
-    with pytest.raises(SystemExit, match="expected int, got 'abc'"):
+    with pytest.raises(SystemExit, match="takes a whole number, not 'abc'"):
         main(["run", "jacot_mlp", "--scale", "tiny", "--device", "cpu", "--set", "steps=abc"])
-    with pytest.raises(SystemExit, match="expected float, got 'x'"):
+    with pytest.raises(SystemExit, match="takes a number, not 'x'"):
         main(["sweep", "jacot_mlp", "--scale", "tiny", "--device", "cpu", "--grid", "lr=0.1,x"])
     with pytest.raises(SystemExit, match="--workers and --timeout-min must be >= 1, got 0"):
         main(["sweep", "jacot_mlp", "--scale", "tiny", "--device", "cpu", "--grid", "lr=0.1", "--workers", "0"])
@@ -259,26 +259,29 @@ def test_version_and_a_missing_results_folder_say_one_line(monkeypatch, capsys):
 
 def test_list_says_a_missing_results_folder_as_verify_does(results, capsys):
     """Issue 59: with NCBOOK_RESULTS at a folder that is not there, list said "0 stored results" (exit 0) where verify
-    says the folder is missing; now both say it, and both exit 1 (list still shows the experiments and their scales,
-    but no count of stored results)."""
+    says the folder is missing; now both say it, and both exit 1; issue 75: list says it alone, without first
+    printing a table of nothing, and says what to set."""
     assert not results.exists()
     assert main(["list"]) == 1
     out, err = capsys.readouterr()
-    assert "jacot_mlp" in out and "stored results" not in out
-    assert err.splitlines() == [f"list: {results}: the results folder is missing: clone the repository again, or run "
-                                "the experiments"]
+    assert out == ""
+    assert err.splitlines() == [f"list: {results}: the results folder is missing: set NCBOOK_RESULTS to the results/ "
+                                "of the book's source (a clone or ncbook-source.zip) or to a folder of your own, or "
+                                "run the experiments"]
     assert main(["verify"]) == 1 and "the results folder is missing" in capsys.readouterr().out
 
 
 def test_a_setting_of_the_wrong_type_is_named_with_the_option_in_one_line(results):
-    """Issue 59: `--set lr=abc` printed "MLPCollapse.lr is <class 'float'>: ..."; now the option as typed, the
-    setting and its type by name."""
-    for argv, says in [(["run", "jacot_mlp", "--set", "lr=abc"], "--set lr=abc: MLPCollapse.lr takes a float; "
-                                                                 "expected float, got 'abc'"),
-                       (["run", "jacot_mlp", "--set", "seeds=a"], "--set seeds=a: MLPCollapse.seeds takes a "
-                                                                  "tuple[int, ...]; expected int, got 'a'"),
+    """Issues 59 and 75: `--set lr=abc` printed "MLPCollapse.lr is <class 'float'>: ...", then "takes a float;
+    expected float" (and "a int"); now the option as typed, the setting, its type in words and the value refused."""
+    for argv, says in [(["run", "jacot_mlp", "--set", "lr=abc"], "--set lr=abc: MLPCollapse.lr takes a number, "
+                                                                 "not 'abc'"),
+                       (["run", "jacot_mlp", "--set", "steps=abc"], "--set steps=abc: MLPCollapse.steps takes a "
+                                                                    "whole number, not 'abc'"),
+                       (["run", "jacot_mlp", "--set", "seeds=a"], "--set seeds=a: MLPCollapse.seeds takes a tuple "
+                                                                  "of whole numbers, not 'a'"),
                        (["sweep", "jacot_mlp", "--grid", "lr=0.1,x"], "--grid lr=0.1,x: MLPCollapse.lr takes a "
-                                                                      "float; expected float, got 'x'")]:
+                                                                      "number, not 'x'")]:
         with pytest.raises(SystemExit) as stop:
             main([*argv, "--scale", "tiny", "--device", "cpu"])
         assert str(stop.value) == says and "<class" not in str(stop.value)

@@ -47,7 +47,8 @@ TIRER_EXTRA: dict[str, tuple[str, dict[str, Any]]] = {
                                      "per_class": 300})}
 """Runs beside the `cpu` scale that Tirer et al.'s claims tables also read, by name."""
 
-TIRER_EXTRA_LABELS = {WIDE: ("512 wide", "Figs. 3, 5"), WIDE_LONG: ("512 wide, 2,000 epochs", "Figs. 3, 5"), HALF: ("1/(2N) loss", "Figs. 3, 5"),
+TIRER_EXTRA_LABELS = {WIDE: ("512 wide", "Figs. 3, 5"), WIDE_LONG: ("512 wide, 2,000 epochs", "Figs. 3, 5"),
+                      HALF: ("1/(2N) loss", "Figs. 3, 5"),
                       HALF_300: ("1/(2N) loss", "Fig. 4")}
 """How the rows on each of :data:`TIRER_EXTRA`'s runs name it, and the paper's figures it repeats (Table 1's rows
 read only the runs of Figs. 3 and 5)."""
