@@ -492,11 +492,9 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"{args.command}: {str(err).replace(', or pass root=', '')}", file=sys.stderr)   # what to set, one line
         return 2
-    except KeyboardInterrupt as err:  # Ctrl-C, SIGTERM, run --all or the relay stopping a run: one line, no traceback
-        step = getattr(err, "step", None)
-        print(f"{args.command}: " + (f"stopped at step {step}, checkpointed there" if step is not None else
-                                      "interrupted; nothing half-written is kept, a stopped run's last checkpoint is")
-              + " (the same command resumes it where the results folder's .checkpoints are)", file=sys.stderr)
+    except KeyboardInterrupt:       # Ctrl-C, or run --all stopping a run at its budget: one line, no traceback
+        print(f"{args.command}: interrupted; nothing half-written is kept, a stopped run's last checkpoint is (the "
+              "same command resumes it)", file=sys.stderr)
         return 130
 
 

@@ -47,19 +47,18 @@ def pending(scale: str, device: str, names: list[str] | None = None,
 
 
 GRACE_S = 60.0
-"""How long a run stopped by SIGINT has to write its checkpoint at the step it reached and exit before it is
-killed (its last periodic checkpoint then stands)."""
+"""How long a run stopped by SIGINT has to exit before it is killed (its checkpoints are written atomically: the last
+whole one stands either way)."""
 
 
 def run_one(run: Run, device: str, left_s: float, root: Path | None = None, python: str = sys.executable,
             cmd: list[str] | None = None, env: dict[str, str] | None = None,
-            stop: Callable[[], bool] | None = None, tick: Callable[[], None] | None = None) -> str:
+            stop: Callable[[], str] | None = None) -> str:
     """``python -m ncbook run`` of one result (or ``cmd``) in a process of its own session (its progress and messages
     shown as it goes; a signal to this process's group does not reach it, this process forwards one), stopped by one
-    SIGINT when ``left_s`` seconds have passed, when ``stop()`` says so (polled every second) or when this process is
-    interrupted: the run checkpoints at the step it reached and exits (:func:`ncbook.train.run_steps`), or is killed
-    :data:`GRACE_S` later. ``tick()`` is called every second while it runs (the relay packs new checkpoints). "made",
-    "stopped at the budget", "stopped by a signal" or "failed (...; its message: ...)"."""
+    SIGINT when ``left_s`` seconds have passed, when ``stop()`` (polled every second) gives a reason, or when this
+    process is interrupted: its last checkpoint stands (it is killed if it has not exited :data:`GRACE_S` later).
+    "made", "stopped at the budget", "stopped <reason>" or "failed (...; its message: ...)"."""
     cmd = cmd or [python, "-m", "ncbook", "run", run.name, "--scale", run.scale, "--device", device]
     env = os.environ | (env or {}) | ({"NCBOOK_RESULTS": str(root)} if root is not None else {})
     deadline = time.monotonic() + max(left_s, 0.001)
@@ -74,12 +73,7 @@ def run_one(run: Run, device: str, left_s: float, root: Path | None = None, pyth
                 proc.wait(timeout=max(min(1.0, deadline - time.monotonic()), 0.001))
                 break
             except subprocess.TimeoutExpired:
-                if tick is not None:
-                    tick()
-                if time.monotonic() >= deadline:
-                    why = "at the budget"
-                elif stop is not None and stop():
-                    why = "by a signal"
+                why = "at the budget" if time.monotonic() >= deadline else stop() if stop is not None else ""
                 if why:
                     _stop(proc)
                     break
@@ -116,8 +110,7 @@ def _echo(stream, tail: list[str]) -> None:
 
 
 def _stop(proc: subprocess.Popen) -> None:
-    """One SIGINT: the run checkpoints at its next step boundary and exits; killed if it has not within
-    :data:`GRACE_S`."""
+    """One SIGINT; killed if it has not exited within :data:`GRACE_S`."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGINT)
     try:

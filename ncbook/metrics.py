@@ -698,8 +698,7 @@ def nc1_trace_ratio(features: ClassStats | ArrayLike, labels: ArrayLike | None =
     tr_w = s.scatter_trace.sum() / s.num_samples
     tr_b = (_centred_means_q(s, global_mean) ** 2).sum() / s.num_classes
     if float(tr_b) == 0.0:
-        raise ValueError("the features have no dimensions (d = 0), so NC1 is undefined" if s.dim == 0 else
-                         "all class means coincide (tr Sigma_B = 0), so NC1 is undefined")
+        raise ValueError("all class means coincide (tr Sigma_B = 0), so NC1 is undefined")
     return float(tr_w / tr_b)
 
 

@@ -572,26 +572,34 @@ def _run(unit, est, whence, resumed, row, ledger, kind, device, root, python, le
     at = row["start_step"]
     say(f"{'resuming' if resumed else 'starting'} {unit.name} ({run.tag})"
         + (f" at step {at}" if at is not None else "")
-        + f": about {est:.0f} s ({whence}), {left():.0f} s left" + ("" if est <= left() else
-                                                                   ": it stops at the deadline with a checkpoint"))
-    seen: dict[Path, int] = {f: f.stat().st_mtime_ns for f in checkpoints_of(run, root)}
+        + f": about {est:.0f} s ({whence}), {left():.0f} s left"
+        + ("" if est <= left() else ": it stops at its last checkpoint before the deadline"))
+    seen = {f: f.stat().st_mtime_ns for f in checkpoints_of(run, root)}
+    written: list[float] = [time.monotonic()]                   # when it started, then each new checkpoint
 
-    def tick() -> None:                          # a new checkpoint of the running child: packed at once
+    def stop() -> str:
+        """Packs a new checkpoint of the running child into ``out`` at once; a reason to stop it: a signal, or a
+        checkpoint just written where the next would not come before the deadline (stopped there, nothing lost)."""
+        if sig.received:
+            return f"by {sig.name}"
         now = {f: f.stat().st_mtime_ns for f in checkpoints_of(run, root) if f.exists()}
-        if now and now != seen:
-            seen.clear()
-            seen.update(now)
-            save(results=False)
+        if not now or now == seen:
+            return ""
+        seen.clear()
+        seen.update(now)
+        save(results=False)
+        written.append(time.monotonic())
+        interval = written[-1] - written[-2]
+        return "at its last checkpoint, the next not due before the deadline" if left() < 1.2 * interval else ""
     t0 = time.monotonic()
-    stop = lambda: sig.received is not None                                     # noqa: E731
-    status = run_one(run, device, left(), root, python, command(unit, device, python), stop=stop, tick=tick)
+    status = run_one(run, device, left(), root, python, command(unit, device, python), stop=stop)
     if status.startswith("failed") and capture_requested() and left() > 1 and not sig.received:
         # a compile failure or a crash of the compiled code (the run is a process of its own, so a crash
         # ends only it): run again eagerly, the failure recorded in the ledger and the result's provenance
         why = f"the captured run {status.split(';')[0].removesuffix(')')})"   # "... failed (killed by SIGABRT)"
         say(f"{unit.name}: {why}; again with the eager step (NCBOOK_CAPTURE=0)")
         status = run_one(run, device, left(), root, python, command(unit, device, python),
-                         env={CAPTURE_ENV: "0", CAPTURE_FALLBACK_ENV: why}, stop=stop, tick=tick)
+                         env={CAPTURE_ENV: "0", CAPTURE_FALLBACK_ENV: why}, stop=stop)
         row.update(eager_fallback=True, captured_failure=why)
     spent = time.monotonic() - t0
     ledger["spent_s"][run.key] = ledger["spent_s"].get(run.key, 0.0) + spent

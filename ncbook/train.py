@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import math
 import os
-import signal
-import threading
 import types
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -46,41 +44,6 @@ def progress_bar(iterable, enabled: bool = True, **kwargs):
     return tqdm(iterable, **kwargs) if bars_enabled(enabled) else iterable
 
 
-class Stopped(KeyboardInterrupt):
-    """A run stopped by SIGINT or SIGTERM at a step boundary, its checkpoint written at the step it reached
-    (``step``; None where the run keeps no checkpoint)."""
-
-    def __init__(self, step: int | None):
-        super().__init__(f"stopped at step {step}, checkpointed" if step is not None else "stopped")
-        self.step = step
-
-
-class _StopRequests:
-    """SIGINT and SIGTERM during :func:`run_steps`: the first asks the loop to stop at the next step boundary (after
-    checkpointing there), a second stops at once, as an interrupt does; the handlers before are restored after."""
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self) -> None:
-        self.requested: int | None = None
-        self.before: dict[int, Any] = {}
-
-    def _handle(self, signum, frame) -> None:
-        if self.requested is not None:
-            raise KeyboardInterrupt
-        self.requested = signum
-
-    def __enter__(self) -> _StopRequests:
-        if threading.current_thread() is threading.main_thread():
-            for sig in self.SIGNALS:
-                self.before[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for sig, handler in self.before.items():
-            signal.signal(sig, handler)
-
-
 def run_steps(steps: int, update: Callable[[int], None], measure: Callable[[int], None],
               measured: Callable[[int], bool] = lambda step: True, start: int = 0,
               save: Callable[[int], object] | None = None, save_every: int = 500, progress: bool = True,
@@ -88,23 +51,17 @@ def run_steps(steps: int, update: Callable[[int], None], measure: Callable[[int]
     """The loop of every trainer and GD experiment in ncbook: at each step from ``start`` to ``steps``, first
     ``measure(step)`` where ``measured(step)`` (record metrics, check for divergence), then, before the last step,
     ``update(step)`` (one optimisation step) and, every ``save_every`` updates, ``save(step + 1)`` (a checkpoint from
-    which the loop restarts with ``start = step + 1``). The progress bar counts updates, so it completes. SIGINT or
-    SIGTERM (a relay's deadline, a time-limited command, Ctrl-C) stops it at the next step boundary with a checkpoint
-    there (:class:`Stopped`): nothing done is lost; a second signal stops it at once."""
+    which the loop restarts with ``start = step + 1``). The progress bar counts updates, so it completes."""
     bar = tqdm(total=steps, initial=start, desc=desc, leave=False, disable=not bars_enabled(progress))
-    with _StopRequests() as stop:
-        for step in range(start, steps + 1):
-            if measured(step):
-                measure(step)
-            if step == steps:
-                break
-            update(step)
-            bar.update()
-            if save is not None and ((step + 1) % save_every == 0 or stop.requested is not None):
-                save(step + 1)
-            if stop.requested is not None:
-                bar.close()
-                raise Stopped(step + 1 if save is not None else None)
+    for step in range(start, steps + 1):
+        if measured(step):
+            measure(step)
+        if step == steps:
+            break
+        update(step)
+        bar.update()
+        if save is not None and (step + 1) % save_every == 0:
+            save(step + 1)
     bar.close()
 
 

@@ -577,13 +577,3 @@ def test_streamed_scatter_is_the_whole_symmetric_scatter_across_bands(dtype):
     np.testing.assert_allclose(stats.scatter_q.numpy(), q, rtol=1e-5, atol=1e-6 * np.abs(q).max())
     assert m.nc1_pinv(stats) == pytest.approx(m.nc1_pinv(exact), rel=1e-6)
 
-
-def test_features_without_dimensions_are_named_so():
-    """Issue 75, point 5: (3, 0) features (no dimensions) said "all class means coincide"; now what is wrong."""
-    import numpy as np
-
-    from ncbook import metrics
-    with pytest.raises(ValueError, match=r"the features have no dimensions \(d = 0\)"):
-        metrics.nc1_trace_ratio(np.zeros((3, 0)), np.array([0, 1, 2]))
-    with pytest.raises(ValueError, match="all class means coincide"):
-        metrics.nc1_trace_ratio(np.ones((3, 2)), np.array([0, 1, 2]))
