@@ -421,6 +421,14 @@ def get_splits(run: Run) -> dict:
     return EXPERIMENTS[run.name].splits
 
 
+def _tree(run: Run, cuts: dict) -> list[Unit]:
+    """The run and, where it was cut, every piece below it."""
+    out = [unit_of(run)]
+    if run.key in cuts:
+        out += [n for p in pieces(run, cuts[run.key]) for n in _tree(p, cuts)]
+    return out
+
+
 def check_cuts(units: list[Unit], ledger: dict, say) -> None:
     """Refuse, in one line each, the carried cuts of the plan's runs along a setting they cannot be cut along (a
     hand-edited ledger), and drop those of no run of the plan (another commit's code or configuration)."""
@@ -538,8 +546,17 @@ def session(units: list[Unit], state: Path | None, out: Path, device: str, budge
 
 
 def _work(units, ledger, bench, kind, device, root, python, budget_s, left, sig, entry, say, save) -> None:
-    """The runs of one session (:func:`session`), in the plan's order, while there is time and no signal."""
-    for unit, est, whence, resumed in plan(units, ledger, bench, kind, device, root, budget_s):
+    """The runs of one session (:func:`session`), in the plan's order, while there is time and no signal; a run cut
+    into pieces here is said, with why."""
+    before = dict(ledger["cuts"])
+    todo = plan(units, ledger, bench, kind, device, root, budget_s)
+    for key, setting in ledger["cuts"].items():
+        if key not in before:
+            run = next(n.run for u in units for n in _tree(u.run, ledger["cuts"]) if n.run.key == key)
+            est, whence = estimate(unit_of(run), ledger, bench, kind, device)
+            say(f"{run.name} ({run.tag}): cut along {setting} into {len(pieces(run, setting))} pieces: about "
+                f"{est:.0f} s ({whence}), more than a session of {budget_s:.0f} s")
+    for unit, est, whence, resumed in todo:
         run = unit.run
         row = {"result": f"{unit.name}/{run.tag}", "key": run.key, "estimate_s": round(est, 1), "whence": whence,
                "start_step": checkpoint_step(run, root)}

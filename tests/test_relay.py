@@ -219,6 +219,9 @@ def test_a_run_longer_than_a_session_is_cut_into_pieces_that_travel_until_the_wh
     first = relay.session([unit], state0, tmp_path / "out1", "cpu", 50.0, tmp_path / "machine1", bench=bench)
     ledger = json.loads((tmp_path / "out1" / relay.LEDGER).read_text())
     assert ledger["cuts"] == {run.key: "depths"} | {p.key: "weight_decays" for p in pieces(run, "depths")}
+    log = (tmp_path / "out1" / relay.LOG).read_text()
+    assert "jacot_head_depth (tiny): cut along depths into 2 pieces: about 400 s (benchmark), more than a session " \
+           "of 50 s" in log, log
     status = {r["result"]: r["status"] for r in first["runs"]}
     assert sorted(status) == sorted(measured)
     quick, slow = [k for k, t in measured.items() if t == 1.0], [k for k, t in measured.items() if t != 1.0]
