@@ -1,34 +1,46 @@
-"""GPU sessions that add up: a relay across fresh machines (issue 61).
+"""GPU sessions that add up: a relay across fresh machines (issues 61 and 75).
 
 A lent GPU machine is bare every time: the working tree comes over (with the ignored folders it is told to carry),
 only what is written under ``$OUT`` comes back, and a session has minutes. So one session is one command,
 
-    python3 -m ncbook relay --state .gpu-state --out "$OUT" --scale gpu --budget-min 9
+    python3 -m ncbook relay --state .gpu-state --out "$OUT" --scale gpu --budget-min 8 --benchmark
 
 that starts from the state folder the previous session's ``$OUT`` became (carried in as ``.gpu-state``), and writes
 the next state to ``--out``, five files at most (:data:`FILES`), each within :data:`MAX_FILE` bytes:
 
-- ``results.tar.gz``: every result of the plan that is current at the end (made here, finished late, or carried
-  in), for ``python -m ncbook import`` at home and for the next session;
-- ``checkpoints.tar.gz``: the checkpoints of the runs the budget stopped, their tensors moved to the CPU, so that they
+- ``results.tar.gz``: every result of the plan that is current (made here, finished late, or carried in), for
+  ``python -m ncbook import`` at home and for the next session;
+- ``checkpoints.tar.gz``: the checkpoints of the runs not yet made, their tensors moved to the CPU, so that they
   load on any device, with their clocks (the wall time of the stopped segments, so that the manifest of a result made
   over several sessions counts them all: :func:`ncbook.runner.stopped_segments`); a run whose checkpoints do not fit
   is recorded, and never started again where it cannot finish;
-- ``relay.json``: the plan's ledger: each session's device, budget and, per run, its status, seconds spent and the
-  step its checkpoint was at when the session started and ended; the measured full wall times per device kind;
-- ``bench.json``: ``benchmarks/bench_gpu.py``'s figures, made once per device kind and carried after that;
-- ``log.txt``: what the session printed.
+- ``relay.json``: the plan's ledger: the commit, each session's device, budget and, per run, its status, seconds
+  spent and the step its checkpoint was at when the session started and ended; the measured full wall times per
+  device kind; the cuts;
+- ``bench.json``: ``benchmarks/bench_gpu.py``'s figures, one slot per device kind, each made once and carried after;
+- ``log.txt``: what the session said (the session script's lines first).
+
+``$OUT`` is a valid next state at every instant (issue 75): the carried state is put there first, so the worst ending
+returns what came in; every result made, checkpoint written (packed within a second of the child writing it) and
+ledger change lands there atomically as it happens, and the log line by line. SIGINT or SIGTERM stop the running run
+(its last checkpoint is carried) and end the session with its state and log written, exit status 128 + the signal. A
+carried file that cannot be read (a truncated archive, a malformed or hand-edited ledger, a cut along a setting the
+run has not, a checkpoint that does not load or belongs to no run of the plan at this commit, a malformed benchmark)
+is refused in one line naming it and why, and the rest is carried on. One deadline, ``--budget-min`` from
+``--started`` (the session script's start), covers the benchmark (at most :data:`BENCH_SHARE` of it), the runs and the
+packing (:data:`PACK_S` kept for the last).
 
 The plan runs a carried checkpoint first, then the rest cheapest first by the best estimate there is (a full wall
-time measured on this device kind, then the benchmark's prediction, then :mod:`ncbook.cost`'s). A run longer than a
-session that can be cut (:mod:`ncbook.pieces`: per seed, per setting) is cut, along one setting after another, until
-every piece fits a session, each piece's estimate its share of the whole's by the cost model; the cut is recorded
-in the ledger and kept by every later session, and the whole is assembled from its pieces once they are all made
-(until then the pieces travel as results). A run that fits a session but not the time left waits for the next; one
-longer than any session that cannot be cut runs on, its checkpoint carried, unless its checkpoint is too large to
-carry (by its parameters, :func:`ncbook.cost.checkpoint_bytes`, or as measured when one was not carried): then it
-waits for a session long enough to finish it. A run that fails with captured steps (``NCBOOK_CAPTURE=1``: a
-compile failure) is run again with the eager step, and its manifest says which it used.
+time measured on this device kind, then the measured time of its sibling pieces, then the benchmark of this kind's
+prediction, then :mod:`ncbook.cost`'s). A run longer than a session that can be cut (:mod:`ncbook.pieces`: per seed,
+per setting) is cut, along one setting after another, until every piece fits a session; the cut is recorded in the
+ledger and kept by every later session, and the whole is assembled from its pieces once they are all made (until
+then the pieces travel as results). A run that would not finish in the time left is started all the same where its
+checkpoint can be carried (a session never idles): it is stopped right after a checkpoint when the next would not
+come before the deadline, at the deadline otherwise (less than one checkpoint interval lost). One that cannot be cut
+and whose checkpoint is too large to carry (by its parameters, :func:`ncbook.cost.checkpoint_bytes`, or as measured)
+waits for a session long enough to finish it. A run that fails with captured steps (``NCBOOK_CAPTURE=1``: a compile
+failure) is run again with the eager step, and its manifest says which it used.
 """
 
 from __future__ import annotations
