@@ -995,3 +995,9 @@ def test_the_results_readme_states_issue_74s_runs_as_the_arrays_have_them():
     line = _readme_line("| `tirer_wd_ablation/cpu--epochs=2000,hidden=(512, 512, 512),losses=('mse',),seeds=(0, 1)`")
     said = [int(n) for n in re.findall(r"end (\d+) and (\d+) training digits", line)[0]]
     assert said == wrong.tolist() and (np.delete(end, doubled, axis=1) == 0).all() and "every other run" in line
+    more = get("jacot_head_depth", "cpu", **claims.EXTRA[claims.MLP_500][1])
+    fates = Counter(_fate(more))
+    line = _readme_line("| `jacot_head_depth/cpu--per_class=500")
+    assert (f"{fates['fits']} of {sum(fates.values())} runs fit, {fates['gave up classes']} give up classes, "
+            f"{fates['still falling']} are still falling" in line), line
+    assert set(fates) == {"fits", "gave up classes", "still falling"}
