@@ -39,7 +39,6 @@ from .jacot import (
     FAILED_13X,
     FIG1_FIVE,
     FIG3_CRITERIA,
-    FIG3_FIVE,
     FIG3_PAPER,
     FIG4_POOLED,
     FITTED,
@@ -159,7 +158,7 @@ from .views import (
 __all__ = [
     "CIFAR", "Claim", "ClaimRows", "ClaimSummary", "ClaimsTable", "ConfigDifferences", "Criterion", "EVERY_RUN",
     "FigureSummaries", "Notes",
-    "EXTRA", "FAILED_13X", "FIG1_FIVE", "FIG3_CRITERIA", "FIG3_FIVE", "FIG3_PAPER", "FIG4_POOLED", "FIGURES",
+    "EXTRA", "FAILED_13X", "FIG1_FIVE", "FIG3_CRITERIA", "FIG3_PAPER", "FIG4_POOLED", "FIGURES",
     "FITS", "FITTED", "FIVE_SEEDS",
     "GIVEN_UP", "GOVERNS", "HALF", "HALF_300", "Judgement", "LAYERWISE", "LINEAR_VIEWS", "LONG_MLP", "MLP_500",
     "FALSE_CLEAR",

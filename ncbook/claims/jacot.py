@@ -166,9 +166,6 @@ MLP_500 = "jacot_head_depth@per_class=500,steps=8000,weight_decays=(0.001,)"
 paper's weight decays (the piece of the larger one is not made yet): its rows beside the 50-per-class runs', but the
 variance's (which compares the two weight decays)."""
 
-FIG3_FIVE = "jacot_nonlinear_depth@seeds=(0, 1, 2, 3, 4)"
-"""Fig. 3 with the paper's five seeds: where it is cached its rows read it."""
-
 POOLS: dict[str, tuple[str, int, tuple[dict[str, Any], ...]]] = {
     FIG4_POOLED: ("seeds", 0, tuple({"seeds": tuple(range(i, i + 5))} for i in (0, 5, 10)))}
 """Results read as one run pooled from several stored ones: the setting they are pooled along, its axis in the
@@ -188,8 +185,7 @@ EXTRA: dict[str, tuple[str, dict[str, Any]]] = {X10: ("jacot_head_depth", {"lr":
                                                      "record_every_epochs": 30}),
                                                  MLP_500: ("jacot_head_depth", {"per_class": 500, "steps": 8000,
                                                                                 "record_every": 400,
-                                                                                "weight_decays": (0.001,)}),
-                                                 FIG3_FIVE: ("jacot_nonlinear_depth", {"seeds": (0, 1, 2, 3, 4)})}
+                                                                                "weight_decays": (0.001,)})}
 """Runs beside the `cpu` scale that Part IV's claims tables also read, by name: the experiment and its overrides."""
 
 
@@ -217,18 +213,17 @@ def jacot_specs(scale: str = "cpu", extra: tuple[str, ...] = ()) -> list[Spec]:
         specs += _head_sweep_specs("Fig. 2 right / 5, ResNet, the paper's λ, 240 epochs (λt /3.25)", PAPER_WD_LONG)
     elif PAPER_WD in extra:
         specs += _head_sweep_specs("Fig. 2 right / 5, ResNet, the paper's λ (λt /13)", PAPER_WD)
-    fig3_result = FIG3_FIVE if FIG3_FIVE in extra else "jacot_nonlinear_depth"
     fig3 = []
     for name in ("balancedness", "negativity"):
         for kind in ("min", "mean"):
             fig3.append(Spec("Jacot", "Fig. 3", FIG3_PAPER[(name, kind)], f"the {kind} {name} of the ReLU layers is "
                               "lower in the deepest network", (name,),
-                              fig3_result, "nonlinear",
+                              "jacot_nonlinear_depth", "nonlinear",
                               FIG3_CRITERIA[(name, kind)],
                               "(lr, seed) runs", {"kind": kind, "backbone": nd.backbone}))
     fig3.append(Spec("Jacot", "Fig. 3", "\"the last non-linear layer(s) always exhibit significant negativity\"",
                       "the last ReLU layer is significantly negative at every depth", ("negativity",),
-                      fig3_result, "last_relu",
+                      "jacot_nonlinear_depth", "last_relu",
                       Criterion("at least", 0.1, text="significant: negativity at least 0.1 (a tenth of the "
                                 "pre-activations' norm cut by the ReLU), in every run"),
                       "(depth, learning rate, seed) runs"))
