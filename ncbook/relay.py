@@ -537,10 +537,11 @@ def session(units: list[Unit], state: Path | None, out: Path, device: str, budge
                     save(results=False)
             elif kind in slots:
                 say(f"the carried benchmark of {kind} is used")
-            if CAPTURE_ENV not in os.environ and "capture_pays" in slots.get(kind, {}):    # the benchmark's verdict
-                os.environ[CAPTURE_ENV] = "1" if slots[kind]["capture_pays"] else "0"
+            # captured steps where the benchmark of this kind found them faster (an explicit NCBOOK_CAPTURE wins)
+            capture = ({CAPTURE_ENV: "1" if slots[kind]["capture_pays"] else "0"}
+                       if CAPTURE_ENV not in os.environ and "capture_pays" in slots.get(kind, {}) else {})
             _work(units, ledger, slots.get(kind, {}), kind, device, root, python, budget_s, left, sig, entry, say,
-                  save)
+                  save, capture)
         finally:
             entry["signal"] = sig.name
             _assemble(units, ledger, root, say)
@@ -557,7 +558,8 @@ def session(units: list[Unit], state: Path | None, out: Path, device: str, budge
     return entry
 
 
-def _work(units, ledger, bench, kind, device, root, python, budget_s, left, sig, entry, say, save) -> None:
+def _work(units, ledger, bench, kind, device, root, python, budget_s, left, sig, entry, say, save,
+          capture: dict[str, str]) -> None:
     """The runs of one session (:func:`session`), in the plan's order, while there is time and no signal; a run cut
     into pieces here is said, with why."""
     before = dict(ledger["cuts"])
@@ -588,13 +590,14 @@ def _work(units, ledger, bench, kind, device, root, python, budget_s, left, sig,
                              f"its parameters) cannot be carried: it needs a session of its own of "
                              f"{math.ceil(est / 60)} minutes")
         else:
-            _run(unit, est, whence, resumed, row, ledger, kind, device, root, python, left, sig, say, save)
+            _run(unit, est, whence, resumed, row, ledger, kind, device, root, python, left, sig, say, save, capture)
         row.setdefault("end_step", row["start_step"])
         say(f"{row['result']}: {row['status']}")
         save()
 
 
-def _run(unit, est, whence, resumed, row, ledger, kind, device, root, python, left, sig, say, save) -> None:
+def _run(unit, est, whence, resumed, row, ledger, kind, device, root, python, left, sig, say, save,
+         capture: dict[str, str]) -> None:
     """One run of a session, its row of the ledger filled in: started or resumed, stopped (at which step, with which
     checkpoint), failed (its message) or made; its new checkpoints packed into ``out`` as they are written."""
     run = unit.run
@@ -621,8 +624,10 @@ def _run(unit, est, whence, resumed, row, ledger, kind, device, root, python, le
         interval = written[-1] - written[-2]
         return "at its last checkpoint, the next not due before the deadline" if left() < 1.2 * interval else ""
     t0 = time.monotonic()
-    status = run_one(run, device, left(), root, python, command(unit, device, python), stop=stop)
-    if status.startswith("failed") and capture_requested() and left() > 1 and not sig.received:
+    status = run_one(run, device, left(), root, python, command(unit, device, python), env=capture or None,
+                     stop=stop)
+    captured = capture.get(CAPTURE_ENV, "1" if capture_requested() else "0") == "1"
+    if status.startswith("failed") and captured and left() > 1 and not sig.received:
         # a compile failure or a crash of the compiled code (the run is a process of its own, so a crash
         # ends only it): run again eagerly, the failure recorded in the ledger and the result's provenance
         why = f"the captured run {status.split(';')[0].removesuffix(')')})"   # "... failed (killed by SIGABRT)"

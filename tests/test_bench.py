@@ -51,20 +51,34 @@ def test_capture_pays_only_where_every_captured_step_ran_faster():
     assert not bench_gpu.capture_pays({"float32": {"eager": failed, "captured": fast}}, resnets)
 
 
-def test_the_gpu_session_script_parses_and_reads_the_benchmarks_verdict(tmp_path):
-    """scripts/gpu_session.sh is valid bash, and its reading of bench.json gives 1 only where capture paid."""
+def test_the_gpu_session_script_parses_and_the_relay_reads_the_benchmarks_verdict(tmp_path, monkeypatch):
+    """scripts/gpu_session.sh is valid bash; the relay (which runs the benchmark since issue 75) asks for captured
+    steps only where the benchmark of this device kind says capture paid, and leaves an explicit NCBOOK_CAPTURE
+    alone."""
+    import os
     import subprocess
-    import sys
+
+    from ncbook import relay
+    from ncbook.train import CAPTURE_ENV
 
     script = (Path(__file__).parents[1] / "scripts" / "gpu_session.sh").read_text()
     subprocess.run(["bash", "-n", "-c", script], check=True)
-    line = next(s for s in script.splitlines() if "capture_pays" in s and "json.load" in s)
-    reader = line.split("'")[1]
+    seen = []
+
+    def fake(*args, env=None, **kwargs):
+        seen.append((env or {}).get(CAPTURE_ENV, os.environ.get(CAPTURE_ENV)))
+        return "made"
+    monkeypatch.setattr(relay, "run_one", fake)
+    unit = relay.Unit("collapse_picture", "tiny", {})
+    monkeypatch.delenv(CAPTURE_ENV, raising=False)
     for verdict, expected in ((True, "1"), (False, "0")):
-        (tmp_path / "bench.json").write_text(f'{{"capture_pays": {str(verdict).lower()}}}')
-        got = subprocess.run([sys.executable, "-c", reader, str(tmp_path / "bench.json")], capture_output=True,
-                             text=True)
-        assert got.stdout.strip() == expected
+        bench = {"kinds": {"cpu": {"capture_pays": verdict, "experiments": []}}}
+        relay.session([unit], None, tmp_path / f"out{verdict}", "cpu", 60.0, tmp_path / f"r{verdict}", bench=bench)
+        assert seen[-1] == expected
+    monkeypatch.setenv(CAPTURE_ENV, "0")
+    relay.session([unit], None, tmp_path / "out", "cpu", 60.0, tmp_path / "r", bench={"kinds": {"cpu": {
+        "capture_pays": True, "experiments": []}}})
+    assert seen[-1] == "0" and os.environ[CAPTURE_ENV] == "0"          # the session sets nothing in this process
 
 
 def test_ops_per_step_leaves_no_counting_mode_behind_when_the_trainer_fails():

@@ -478,16 +478,19 @@ def test_relay_session_keeps_one_deadline_for_benchmark_runs_and_packing(tmp_pat
     bench = tmp_path / "slow_bench.py"
     bench.write_text("import sys, time\nprint('measuring the step', flush=True)\ntime.sleep(3600)\n")
     started = time.time() - 10.0
-    unit = relay.Unit("jacot_mlp", "tiny", {"steps": 100_000, "weight_decays": (1e-3,)})     # one piece
+    unit = relay.Unit("jacot_mlp", "tiny", {"steps": 20_000, "weight_decays": (1e-3,)})  # one piece, checkpoints often
     entry = relay.session([unit], None, tmp_path / "out", "cpu", 60.0, tmp_path / "r", bench_cmd=[sys.executable,
                           str(bench)], started=started)
     took = time.time() - started
-    assert took <= 60.0 + 5.0, took                         # the budget, and a few seconds of python's exit
+    # the budget, and the seconds of the last packing and of python's exit on a loaded machine (before issue 75 a
+    # session overran its budget by up to 63 s: the benchmark's time came on top of it)
+    assert took <= 60.0 + 20.0, took
     log = (tmp_path / "out" / relay.LOG).read_text()
     assert "benchmark of cpu: failed; its output:" in log and "    measuring the step" in log
     [row] = entry["runs"]
-    assert re.match(r"stopped (at the budget|at its last checkpoint, the next not due before the deadline) at step "
-                    r"\d+, checkpoint ", row["status"]), row
+    # on a loaded machine the run may not reach its first checkpoint (every 1,000 steps) in the time: said so
+    assert re.match(r"stopped (at the budget|at its last checkpoint, the next not due before the deadline)"
+                    r"( at step \d+, checkpoint |, before its first checkpoint)", row["status"]), row
 
 
 @pytest.mark.slow

@@ -85,8 +85,8 @@ def finding(metrics: list[str], labels: list[str], groups: list[list[np.ndarray]
                          for a, b in zip(gs[::2], gs[1::2])]
                 apart = [x for x in apart if np.isfinite(x)]
                 x = float(np.median(apart)) if apart else np.nan
-                said.append(f"{metric} " + ("without two values" if not apart else ">x1e12 apart" if x > 1e12
-                                            else f"x{x:.2g} apart"))
+                said.append(f"{metric} " + ("without two values" if not apart else ">x1e12" if x > 1e12
+                                            else f"x{x:.2g}"))
                 continue
             v = np.stack([np.asarray(x, dtype=float).ravel() for x in gs])         # [group, run]
             if kind in ("at most", "at least") or len(v) < 2:
@@ -107,7 +107,7 @@ def finding(metrics: list[str], labels: list[str], groups: list[list[np.ndarray]
             else:
                 said.append(f"{name(metric)} {np.median(first):.2g} → {np.median(last):.2g}")
     if kind == "differ":
-        return ", ".join(said) + " between the weight decays (median over depths)"
+        return ", ".join(said) + ": λ against λ, median depth"
     level = kind in ("at most", "at least") or len(labels) < 2
     return ", ".join(said) + ("" if level else f": {labels[0]} → {labels[-1]}")
 
