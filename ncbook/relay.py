@@ -416,21 +416,9 @@ class _Out:
 
 
 def plan_keys(units: list[Unit], cuts: dict) -> set[str]:
-    """The keys of the plan's runs at this code: its units and, where they were cut, every piece below."""
-    keys: set[str] = set()
-
-    def walk(run: Run) -> None:
-        keys.add(run.key)
-        if run.key in cuts and cuts[run.key] in get_splits(run):
-            for p in pieces(run, cuts[run.key]):
-                walk(p)
-    for u in units:
-        walk(u.run)
-    return keys
-
-
-def get_splits(run: Run) -> dict:
-    return EXPERIMENTS[run.name].splits
+    """The keys of the plan's runs at this code: its units and, where they were cut, every piece below (the cuts
+    checked first, :func:`check_cuts`)."""
+    return {n.run.key for u in units for n in _tree(u.run, cuts)}
 
 
 def _tree(run: Run, cuts: dict) -> list[Unit]:
