@@ -9,6 +9,8 @@
 #   make pdf
 # and one builds the student edition (no solutions) into _build/student:
 #   make student
+# and one prints the problem set's solutions for lecturers, outside the site (_build/solutions/solutions.pdf):
+#   make solutions
 # and one opens the chapters in JupyterLab (each .md opens as a notebook, paired with its .ipynb):
 #   make lab
 SHELL := /bin/bash
@@ -19,7 +21,7 @@ VENV ?= $(if $(filter python3,$(PYTHON)),.venv,.venv-$(notdir $(PYTHON)))
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: install chromium lab student assets book pdf test builds unit quick mutation notebooks variants pairing build-strict clean-html lint verify execute clean
+.PHONY: install chromium lab student solutions assets book pdf test builds unit quick mutation notebooks variants pairing build-strict clean-html lint verify execute clean
 
 # JupyterLab settings of this environment: a chapter's .md opens as a notebook (jupytext), not in the text editor
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
@@ -56,6 +58,10 @@ book: install assets
 student: install assets
 	$(PY) scripts/student_edition.py
 
+# the problem set's solutions (course/solutions.md), for lecturers: never part of the site or its archives
+solutions: install assets chromium
+	$(PY) scripts/make_solutions.py
+
 pdf: book chromium
 	$(PY) scripts/make_pdf.py _build/html _build/pdf/ncbook.pdf
 	$(PY) scripts/make_pdf.py _build/student/_build/html _build/pdf/ncbook-student.pdf _build/student/src/_toc.yml
@@ -70,7 +76,7 @@ test: install assets chromium lint verify builds unit pairing notebooks variants
 builds: install assets chromium
 	@mkdir -p _build
 	@$(PY) scripts/mutation_check.py > _build/mutation.log 2>&1 & m=$$!; \
-	$(MAKE) --no-print-directory build-strict pdf; b=$$?; wait $$m; r=$$?; \
+	$(MAKE) --no-print-directory build-strict pdf solutions; b=$$?; wait $$m; r=$$?; \
 	echo "mutation check, beside the builds:"; cat _build/mutation.log; exit $$(( b || r ))
 
 # in `make test` the browser and print tests read the book, the PDFs and the handout that the commands above made

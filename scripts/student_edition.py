@@ -13,6 +13,10 @@ Then it packs the handout, everything a student needs to run the exercises away 
 ``_build/student/ncbook-student/`` and the same as ``_build/student/ncbook-student.zip`` (the student notebooks in
 ``book/``, the package, the shipped results, requirements.txt, pyproject.toml, the Makefile for ``make install`` and
 ``make lab``, and a README saying how).
+
+Where the book's site has been built (``make book`` builds both), the student edition's HTML and the handout are
+published with it: ``_build/html/student/`` and ``_build/html/ncbook-student.zip``, linked from the instructors'
+page.
 """
 
 from __future__ import annotations
@@ -177,6 +181,22 @@ def handout(src: Path, out: Path = HANDOUT) -> Path:
     return Path(shutil.make_archive(str(out), "zip", root_dir=out.parent, base_dir=out.name))
 
 
+SITE = ROOT / "_build" / "html"
+"""The book's site, which publishes the student edition beside it (``student/``) and the handout."""
+
+
+def publish(html: Path, archive: Path, site: Path = SITE) -> None:
+    """Copy the student edition's HTML to ``site/student/`` and its handout beside the book's archives (each
+    replaced whole: a copy is made beside it, then renamed)."""
+    tmp = site / "student.partial"
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(html, tmp)
+    shutil.rmtree(site / "student", ignore_errors=True)
+    tmp.rename(site / "student")
+    shutil.copyfile(archive, site / (archive.name + ".partial"))
+    (site / (archive.name + ".partial")).replace(site / archive.name)
+
+
 def main() -> int:
     src = write_sources()
     jb = Path(sys.executable).with_name("jupyter-book")          # installed beside this Python, as `make` uses it
@@ -185,6 +205,9 @@ def main() -> int:
         archive = handout(src)
         print(f"student edition: {OUT / '_build' / 'html' / 'index.html'}; notebooks in {src / 'book'}")
         print(f"handout for students: the folder {HANDOUT}, and the same as {archive}")
+        if SITE.is_dir():
+            publish(OUT / "_build" / "html", archive)
+            print(f"both published with the book: {SITE / 'student'} and {SITE / archive.name}")
     return rc
 
 

@@ -176,7 +176,7 @@ def test_the_instructors_plan_states_reading_and_exercise_times_as_the_chapters_
         row = f"| {n} | {_reading_minutes(chapter)} min | {cells} |"
         assert row in text, row
     four = text[text.index("## A four-week course"):text.index("Every exercise is in one session")]
-    given = set(re.findall(r"\b(\d\.\d) \(\d+\)", four)) | set(re.findall(r"\((\d\.\d) and (\d\.\d) go with", text)[0])
+    given = set(re.findall(r"\b(\d\.\d) \(\d+\)", four))
     every = {f"{n}.{i}" for n, p in enumerate(HUBS, start=1)
              for i in range(1, len(re.findall(r":::\{exercise\}", chapter_text(p))) + 1)}
     assert every <= given, sorted(every - given)
@@ -188,6 +188,92 @@ def test_the_instructors_plan_states_reading_and_exercise_times_as_the_chapters_
     assert (_reading_minutes(ch4[:cut]), _reading_minutes(ch4[cut:])) == (45, 15)
     assert "chapter 1 to its float32 section (55)" in text and "the rest of chapter 1 (35)" in text
     assert "chapter 4 to what the blocks mean (45)" in text and "the rest of chapter 4 (15)" in text
+
+
+READINGS = {
+    "chapter 1 to its float32 section": ("ch01_metrics", None, "## Why not a $d\\times d$ pseudo-inverse in float32"),
+    "the rest of chapter 1": ("ch01_metrics", "## Why not a $d\\times d$ pseudo-inverse in float32", None),
+    "chapter 2": ("ch02_ufm", None, None), "chapter 3": ("ch03_depth", None, None),
+    "chapter 4 to what the blocks mean": ("ch04_near_collapse", None, "## What the blocks mean for collapse"),
+    "the rest of chapter 4": ("ch04_near_collapse", "## What the blocks mean for collapse", None),
+    "chapter 5": ("ch05_balanced", None, None), "chapter 6": ("ch06_gd_phases", None, None),
+    "chapter 6 to its second phase": ("ch06_gd_phases", None, "## Phase 2"),
+    "the rest of chapter 6": ("ch06_gd_phases", "## Phase 2", None), "chapter 7": ("ch07_conditioning", None, None),
+    "the hub of chapter 8 or of chapter 9": (("ch08_jacot_experiments", None, None),
+                                             ("ch09_tirer_experiments", None, None)),
+    "the page of the figure your project redoes: chapter 8's Fig. 2 or chapter 9's Table 1": (
+        ("ch08_jacot_fig_2", None, None), ("ch09_tirer_table_1", None, None)),
+}
+"""Each reading the instructors' plans name, as the part of a page it is: (page, from heading, to heading); a
+reading with a choice ("8 or 9") names one part per choice."""
+
+
+def _part_minutes(page: str, start: str | None, end: str | None) -> int:
+    text = (BOOK / f"{page}.md").read_text()
+    return _reading_minutes(text[text.index(start) if start else 0:text.index(end) if end else len(text)])
+
+
+def readings(cell: str) -> list[tuple[str, str, str]]:
+    """What a session's cell asks to read: (phrase, minutes, minutes of the second choice or ""), every item after
+    "*read*" ("chapter 2 (30), chapter 3 (55)")."""
+    if "*read*" not in cell:
+        return []
+    return re.findall(r"\s*(.+?) \((\d+)(?: or (\d+))?\)(?:[,;]|$)", cell.split("*read*", 1)[1])
+
+
+def plan_weeks(text: str) -> list[list[tuple[str, list[tuple[int, int]], list[tuple[int, int]]]]]:
+    """The weeks of a plan on the instructors' page: per week its rows (session number or "home", the reading
+    minutes, the exercise minutes), each minutes entry a pair (the first choice's, the second's: "45 or 25")."""
+    def pairs(cell: str, pattern: str) -> list[tuple[int, int]]:
+        out = []
+        for item in re.split(r", (?![^(]*\))", cell):
+            found = [int(m) for m in re.findall(pattern, item)]
+            if found:
+                out.append((found[0], found[-1]) if " or " in item else (found[0], found[0]))
+        return out
+
+    weeks = [[]]
+    for line in text.splitlines():
+        if line.startswith("**Week") and weeks[-1]:
+            weeks.append([])
+        cells = [c.strip() for c in line.strip("|").split(" | ")]
+        if len(cells) == 3 and (cells[0].isdigit() or cells[0] == "home"):
+            reading = [(a, b) for _, a, b in readings(cells[1])]
+            if cells[0] == "home":
+                reading = re.findall(r"problems? .*?\((\d+)\)()", cells[1])
+            weeks[-1].append((cells[0], [(int(a), int(b or a)) for a, b in reading],
+                              pairs(cells[2].split("*then*")[-1], r"\d\.\d \((\d+)\)")))
+    return weeks
+
+
+def test_the_plans_weeks_fit():
+    """Issue 76, point 3: in both plans every reading's minutes are the named part's prose at 50 words a minute; each
+    session reads something and does at most 45 minutes of exercises; each week's reading is within 20% of every
+    other week's, for either choice of paper; homework rows carry the week's problem."""
+    text = (BOOK / "instructors.md").read_text()
+    for line in text.splitlines():
+        for phrase, a, b in readings(line.split(" | ")[1] if line.count(" | ") == 2 else ""):
+            assert phrase in READINGS, f"the plan reads {phrase!r}, which tests/test_book_structure.py cannot measure"
+            parts = READINGS[phrase] if isinstance(READINGS[phrase][0], tuple) else (READINGS[phrase],)
+            assert [_part_minutes(*part) for part in parts] == [int(a)] + ([int(b)] if b else []), phrase
+    module = text[text.index("## A two-week module"):text.index("## A four-week course")]
+    four = text[text.index("## A four-week course"):text.index("Every exercise is in one session")]
+    rows = [r for r in module.splitlines() if re.match(r"\| \d \|", r)]
+    plans = {"two-week": [plan_weeks("\n".join(rows[:3]))[0], plan_weeks("\n".join(rows[3:]))[0]],
+             "four-week": plan_weeks(four)}
+    assert [len(w) for w in plans["four-week"]] == [4, 4, 4, 4]
+    for name, weeks in plans.items():
+        for choice in (0, 1):
+            totals = []
+            for week in weeks:
+                for session, reading, exercises in week:
+                    if session != "home":
+                        assert reading, f"{name} plan, session {session}: no reading time"
+                        assert sum(e[choice] for e in exercises) <= 45, f"{name} plan, session {session}"
+                totals.append(sum(r[choice] for s, rs, _ in week if s != "home" for r in rs))
+            assert max(totals) <= 1.2 * min(totals), f"{name} plan, weekly reading {totals}"
+    homework = [w[-1] for w in plans["four-week"]]
+    assert all(s == "home" and r for s, r, _ in homework), "every week of the four-week course has its problem"
 
 
 def code_cell_tags(md: Path) -> list[tuple[list[str], bool]]:

@@ -601,3 +601,18 @@ def test_theorem_3_1s_kappa_and_nc2_bounds_are_attained_at_exact_interpolation_o
         assert t.eps1 < 1e-10 and t.eps2 > 1e-11 and t.nc2 == pytest.approx(th.nc2, rel=1e-9)
         assert math.isfinite(t.bound_nc2) == finite and t.bound_nc2 > t.nc2 * (1 + 1e-4)
         assert t.bound_kappa_WL_fixed > t.kappa_WL * (1 + 1e-4)
+
+
+@pytest.mark.parametrize("L2", [2, 3])
+def test_theorem_3_1s_kappa_bound_is_attained_by_balanced_heads_without_interpolation(digits100, L2):
+    """Issue 76: bound (3) does not need exact interpolation. On exactly balanced linear layers (eps2 = 0, c3 =
+    kappa(W_{L:L1+1})) it equals kappa(W_L) at an interpolation error eps1 far from 0, while NC2's bound (4), which
+    carries eps1 through Psi, is above NC2 there."""
+    X, y = digits100
+    net = bounds.interpolating_network(X, y, 400, 12, L2, noise=0.005)
+    th = bounds.theorem_3_1(net, X, y)
+    exact = bounds.at_eps2(th, 0.0)
+    assert th.conditions_hold and th.eps1 > 0.1
+    assert exact.bound_kappa_WL_fixed == pytest.approx(th.kappa_WL, rel=1e-9)
+    assert exact.bound_kappa_WL_fixed == pytest.approx(th.kappa_linear ** (1 / L2), rel=1e-9)
+    assert exact.bound_nc2 > th.nc2 * (1 + 1e-3)

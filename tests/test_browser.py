@@ -589,6 +589,120 @@ def test_the_students_archive_and_the_problem_set_carry_no_solution(built_book: 
     assert not published, f"the problem set's solutions are published: {published[:3]}"
 
 
+TEXT_SUFFIXES = (".html", ".md", ".ipynb", ".js", ".txt", ".py", ".json", ".yml", ".cff", ".toml")
+
+
+def served_texts(folder: Path):
+    """(name, text) of every text file under ``folder`` and of every text member of every zip there: what a site or
+    a handout serves. HTML comes as its visible text (tags removed, entities decoded, whitespace joined)."""
+    import zipfile
+
+    def text_of(name: str, data: bytes) -> str:
+        text = data.decode("utf-8", "replace")
+        if name.endswith(".html"):
+            text = html.unescape(re.sub(r"<[^>]+>", " ", text))
+        return " ".join(text.split())
+
+    for path in sorted(folder.rglob("*")):
+        if "_static" in path.parts and not path.name.startswith("ncbook"):
+            continue                          # the theme's and MathJax's files, not the book's text
+        if path.is_file() and path.suffix in TEXT_SUFFIXES:
+            yield path.relative_to(folder).as_posix(), text_of(path.name, path.read_bytes())
+        elif path.is_file() and path.suffix == ".zip":
+            with zipfile.ZipFile(path) as z:
+                for member in z.namelist():
+                    if member.endswith(TEXT_SUFFIXES):
+                        yield f"{path.name}:{member}", text_of(member, z.read(member))
+
+
+def solution_phrases() -> list[str]:
+    """Phrases of the book's solutions that a rendered page keeps verbatim: from each line of a solution, its longest
+    run of plain words (no markup, math, quotes or dashes, which the HTML build renders otherwise), cut to about 36
+    characters, where no part of the student text (nor the exercises' checker, ``ncbook/exercises.py``) holds it."""
+    edition = student_edition_module()
+    # the self-checking exercises' checker recomputes their answers (the instructors' page says so: feedback, not an
+    # exam); code it shares with a solution is not the solution's text
+    checker = " ".join((ROOT / "ncbook" / "exercises.py").read_text().split())
+    phrases = []
+    for md in sorted((ROOT / "book").glob("ch*.md")):
+        full = md.read_text()
+        kept = " ".join(edition.student_text(full).split())
+        removed = set(full.splitlines()) - set(edition.student_text(full).splitlines())
+        for line in sorted(removed):
+            runs = re.findall(r"[A-Za-z0-9 ,.;()]{36,}", " ".join(line.split()))   # between markup and math
+            phrase = max(runs, key=len, default="").strip()[:36].strip()
+            if len(phrase) >= 30 and phrase not in kept and phrase not in checker:
+                phrases.append(phrase)
+    return phrases
+
+
+def student_edition_module():
+    spec = importlib.util.spec_from_file_location("student_edition", ROOT / "scripts" / "student_edition.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def solutions_served(folder: Path, phrases: list[str]) -> list[str]:
+    """Where ``folder`` serves a solution: a solution block's directive or class, or one of ``phrases``."""
+    found = []
+    for name, text in served_texts(folder):
+        hit = next((p for p in phrases if p in text), None) or next(
+            (m for m in ("{solution", "solution-start", 'class="solution', "solution_") if m in text), None)
+        if hit:
+            found.append(f"{name}: {hit!r}")
+    return found
+
+
+def test_the_student_edition_serves_no_solution_anywhere(built_book: Path, tmp_path: Path):
+    """Issue 76, point 1: every file the student edition serves (its HTML, its `_sources` downloads, the
+    "Run this chapter yourself" archive, the students' archives) and the handout hold no solution block and no
+    phrase of a solution; the edition and the handout are published with the book and linked from the instructors'
+    page. The check itself finds a planted solution."""
+    site = made_by_make("html")
+    if site is None:
+        pytest.skip("reads the student edition that `make book` published with the book: run by `make test`")
+    student = site / "student"
+    assert (student / "index.html").is_file(), "`make book` did not publish the student edition in the site"
+    assert (site / "ncbook-student.zip").is_file(), "`make book` did not publish the handout in the site"
+    page = (site / "book" / "instructors.html").read_text(encoding="utf-8")
+    assert 'href="../student/index.html"' in page and 'href="../ncbook-student.zip"' in page
+    phrases = solution_phrases()
+    assert len(phrases) >= 60, f"only {len(phrases)} solution phrases: the pattern no longer finds them"
+    assert sum(any(p in t for p in phrases) for _, t in served_texts(site / "book")) >= 9   # the book shows them
+    for folder in (student, made_by_make("student") / "ncbook-student"):
+        assert not solutions_served(folder, phrases), solutions_served(folder, phrases)[:5]
+    for archive in ("ncbook-student.zip", "ncbook-student-source.zip"):
+        shutil.copy(site / archive, tmp_path / archive)
+    assert not solutions_served(tmp_path, phrases)
+    (tmp_path / "planted.html").write_text(f"<p>{phrases[7]}</p>")
+    assert solutions_served(tmp_path, phrases) == [f"planted.html: {phrases[7]!r}"]
+
+
+ANSWERS = {"P1.2": [r"0\.3125"], "P1.3": [r"1\.2536"], "P2.1": [r"1\.96\b.{1,40}?0\.49\b"],
+           "P3.2": [r"4\.2274", r"3\.7848"], "P3.3": [r"0\.5946", r"0\.6300"], "P4.1": [r"0\.1818", r"9/11"],
+           "P5.1": [r"502\D{1,12}510\D{1,12}1,?005"], "P5.2": [r"0\.9997"], "P5.3": [r"340 times"]}
+"""What gives each answer of the problem set away: its distinctive numbers (an answer such as P2.3's 25 is too
+common a number to search for; its problem's other answers stand for it)."""
+
+
+def test_the_problem_sets_answers_are_published_nowhere(built_book: Path, tmp_path: Path):
+    """Issue 76, point 2: no answer of the problem set (course/solutions.md) is on the site, in the student edition,
+    in an archive or in the handout; each searched pattern is in the solutions (it is an answer), and a planted one is
+    found."""
+    solutions = " ".join((ROOT / "course" / "solutions.md").read_text().split())
+    for key, patterns in ANSWERS.items():
+        line = re.search(rf"Answer \({re.escape(key)}\):[^.]*(?:\.\d[^.]*)*", solutions).group(0)
+        assert all(re.search(p, line) for p in patterns), (key, line)
+    folders = [built_book] + ([made_by_make("student") / "ncbook-student"] if made_by_make("student") else [])
+    patterns = [(k, re.compile(p)) for k, ps in ANSWERS.items() for p in ps]
+    found = [f"{name}: {key}" for folder in folders for name, text in served_texts(folder)
+             for key, p in patterns if p.search(text)]
+    assert not found, f"the problem set's answers are published: {found[:5]}"
+    (tmp_path / "planted.md").write_text("seed 7 ends with 1005 misclassified: 502, 510, 1005, 7, 3")
+    assert [k for _, text in served_texts(tmp_path) for k, p in patterns if p.search(text)] == ["P5.1"]
+
+
 def test_print_edition(browser, built_book: Path):
     """``make pdf``'s route: every page printed with the print stylesheet and joined; every figure there (each
     slider figure as all its positions), solutions unfolded, no slider controls."""

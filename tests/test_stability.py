@@ -139,8 +139,9 @@ def test_power_iteration_falls_short_at_the_gpu_scales_start_where_the_most_nega
     """Chapter 7's caution (issue 59): at initialisation of the gpu scale's network the Hessian's most negative
     eigenvalue is within 2% of its top one in magnitude (Lanczos, both ends), so power iteration, which converges at
     the rate |lambda_2| / |lambda_1|, is still well short of the top after its 30 iterations (the shipped step-0
-    sharpness); at the cpu scale, where the most negative is 7% below the top in magnitude, the same 30 iterations
-    find the top to 0.3%."""
+    sharpness); at the cpu scale the rate is set by the second largest in magnitude, a positive eigenvalue 6.5% below
+    the top (the most negative is 7% below), and the shipped 0.2% is the luck of its start: from 40 starts, 7 come
+    within 1% (issue 76)."""
     from ncbook.experiments import _small_digits
     from ncbook.runner import get
     from ncbook.train import one_hot_targets
@@ -163,3 +164,28 @@ def test_power_iteration_falls_short_at_the_gpu_scales_start_where_the_most_nega
             assert 0.98 < -bottom / top < 1 and start < 0.8 * top
         else:
             assert round(100 * (1 + bottom / top)) == 7 and start == pytest.approx(top, rel=3e-3)
+            # what sets the rate at the cpu scale is the second largest in magnitude, a positive eigenvalue
+            first, second = largest_in_magnitude(loss, params, 2)
+            assert (round(first, 2), round(second, 2)) == (5.33, 4.98) == (round(top, 2), round(second, 2))
+            assert round(100 * (1 - second / first), 1) == 6.5 and round((second / first) ** 30, 2) == 0.13
+            starts = [bounds.top_hessian_eigenvalue(loss, params, iters=30, seed=s) for s in range(40)]
+            assert sum(s > 0.99 * top for s in starts) == 7 and round(100 * (1 - start / top), 1) == 0.2
+
+
+def largest_in_magnitude(loss_fn, params: list[torch.Tensor], k: int) -> list[float]:
+    """The ``k`` eigenvalues of the Hessian of ``loss_fn(params)`` largest in magnitude, largest first (Lanczos on
+    Hessian-vector products, independently of ``ncbook.bounds``)."""
+    from scipy.sparse.linalg import LinearOperator, eigsh
+
+    sizes = [p.numel() for p in params]
+    grads = torch.autograd.grad(loss_fn(params), params, create_graph=True)
+
+    def matvec(v: np.ndarray) -> np.ndarray:
+        parts = torch.split(torch.as_tensor(np.ravel(v), dtype=torch.float64), sizes)
+        hv = torch.autograd.grad(grads, params, [x.reshape(p.shape) for x, p in zip(parts, params)], retain_graph=True)
+        return torch.cat([h.reshape(-1) for h in hv]).numpy()
+
+    n = sum(sizes)
+    values = eigsh(LinearOperator((n, n), matvec=matvec, dtype=np.float64), k=k + 2, which="LM", v0=np.ones(n),
+                   tol=1e-8, return_eigenvectors=False)
+    return sorted(values.tolist(), key=abs, reverse=True)[:k]

@@ -40,6 +40,23 @@ FOOTER = ("CITATION.cff", "LICENSE", "LICENSE-TEXT.md")
 """The files the page footer names (``_config.yml``'s ``extra_footer``)."""
 UNPUBLISHED = ("course/",)
 """What neither the site nor an archive carries, even where the text names it: the problem set's solutions."""
+ARCHIVE_README = """# ncbook: the book's code, to run its chapters
+
+This archive is the code of *Neural collapse, derived and reproduced*, as the site you downloaded it from renders it:
+the package `ncbook`, every chapter as a MyST notebook (`book/ch*.md`), the cached results the chapters load
+(`results/`), and what installs them. It runs the chapters; it does not build the book's HTML (that needs the book's
+repository, with its table of contents, extensions and assets).
+
+    make install      # a virtual environment in .venv with everything (Python 3.11 to 3.13; a few minutes)
+    make lab          # JupyterLab on book/: open a chapter (the .md opens as a notebook), then Run All
+
+Without make: `python3 -m venv .venv && .venv/bin/pip install -r requirements.txt`, then `.venv/bin/jupyter lab book/`
+from this folder. In Colab: upload this zip beside a chapter's notebook (the page's download button) and run the
+notebook: its first cell unpacks the package from the zip. `python -m ncbook verify` checks the cached results;
+`python -m ncbook run NAME --scale cpu` makes one again. Only `make install` and `make lab` of the Makefile apply
+here.
+"""
+"""The archive's README (the repository's describes the repository, whose commands need more than the archive)."""
 _LITERAL = re.compile(r"`([^`\s]+)`")
 
 
@@ -67,7 +84,10 @@ def cited_files(srcdir: Path, sources: list[Path], root: Path | None = None) -> 
     names = set(FOOTER)
     for source in sources:
         names |= set(_LITERAL.findall(source.read_text(encoding="utf-8")))
-    return {name: root / name for name in sorted(names) if cited_file(name, root)}
+    # a chapter cited as code is the one this build renders (the student edition's has no solutions), not the
+    # repository's: the copy under _sources/ and the page's own download must be the same file
+    return {name: (srcdir if name.startswith("book/") and (srcdir / name).is_file() else root) / name
+            for name in sorted(names) if cited_file(name, root)}
 
 
 def source_files(srcdir: Path, root: Path | None = None) -> dict[str, Path]:
@@ -155,7 +175,8 @@ def _build_finished(app, exception) -> None:
             target = outdir / CITED / name
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, target)
-        write_archive({name: path.read_bytes() for name, path in source_files(srcdir).items()}, outdir / ARCHIVE)
+        files = {name: path.read_bytes() for name, path in source_files(srcdir).items()}
+        write_archive(files | {"README.md": ARCHIVE_README.encode("utf-8")}, outdir / ARCHIVE)
         write_archive(student_files(srcdir), outdir / STUDENT_ARCHIVE, STUDENT_FOLDER)
 
 
