@@ -616,3 +616,25 @@ def test_theorem_3_1s_kappa_bound_is_attained_by_balanced_heads_without_interpol
     assert exact.bound_kappa_WL_fixed == pytest.approx(th.kappa_WL, rel=1e-9)
     assert exact.bound_kappa_WL_fixed == pytest.approx(th.kappa_linear ** (1 / L2), rel=1e-9)
     assert exact.bound_nc2 > th.nc2 * (1 + 1e-3)
+
+
+@pytest.mark.parametrize("L2", [2, 4])
+def test_theorem_5_2s_competitor_has_norm_c_plus_k_l2_and_interpolates(L2):
+    """Issue 76: the hypothesis of Thm 5.2 that its proof uses. A non-linear part with Z_{L1} = Y (one-hot inputs, W1 =
+    I_K, ReLU, so c = K) followed by L2 identity layers interpolates exactly with squared norm c + K L2, not the
+    paper's c + K L: any global minimiser then has loss + (lambda/2)||theta||^2 <= (lambda/2)(c + K L2), which is at
+    most eps1^2 / 2 for lambda <= eps1^2 / (K L2 + c), a larger range than the paper's eps1^2 / (K L + c)."""
+    K, n = 4, 3
+    labels = torch.arange(K).repeat_interleave(n)
+    Y = torch.nn.functional.one_hot(labels, K).double()                  # N x K: inputs = targets
+    model = MLP([K, K, *(K,) * L2], 1).double()
+    with torch.no_grad():
+        for W in model.weights:
+            W.copy_(torch.eye(K, dtype=torch.float64))
+    c = float((model.weights[0] ** 2).sum())
+    norm2 = sum(float((W ** 2).sum()) for W in model.weights)
+    assert torch.equal(model(Y), Y) and c == K
+    assert norm2 == c + K * L2 and norm2 < c + K * (1 + L2)             # the paper's K L counts the non-linear layer
+    eps1 = 0.3
+    lam = eps1 ** 2 / (K * L2 + c)
+    assert lam / 2 * norm2 == pytest.approx(eps1 ** 2 / 2) and lam > eps1 ** 2 / (K * (1 + L2) + c)

@@ -589,6 +589,58 @@ def test_the_students_archive_and_the_problem_set_carry_no_solution(built_book: 
     assert not published, f"the problem set's solutions are published: {published[:3]}"
 
 
+WIDE_DISPLAYS_JS = """() => [...document.querySelectorAll("mjx-container[display]")]
+  .filter(c => c.offsetParent !== null && c.scrollWidth > c.clientWidth + 1)
+  .map(c => "a display " + c.scrollWidth + " px wide in " + c.clientWidth + " px: " + c.textContent.slice(0, 40))"""
+
+
+def settled(tab, js: str, what: str):
+    """``js`` evaluated on the loaded page, again if a script of the page moved it on meanwhile (the theme rewrites
+    its address on load): at most three tries, each after the page has loaded."""
+    from playwright.sync_api import Error
+
+    for attempt in range(3):
+        try:
+            return tab.evaluate(js)
+        except Error as e:
+            if "context was destroyed" not in str(e) or attempt == 2:
+                raise AssertionError(f"{what}: {e}") from None
+            tab.wait_for_load_state("load")
+
+
+def site_pages(site: Path) -> list[Path]:
+    """Every HTML page of the book's site, chapters or not (the index, the library reference, the general index,
+    the search page), without the student edition published inside it, which has its own build."""
+    return [p for p in sorted(site.rglob("*.html"))
+            if not {"student", "_sources", "_static"} & set(p.relative_to(site).parts)]
+
+
+def test_no_display_is_wider_than_its_column_and_no_page_scrolls_on_a_phone(browser, built_book: Path):
+    """Issue 76, point 5, over every page of the site: at 1280 px no displayed formula is wider than its box (an
+    aligned block, which MathJax cannot break into lines, scrolled in chapter 3); at 390 px no page is wider than the
+    phone (the library reference's signatures and the general index did)."""
+    found = []
+    for width in (1280, 390):
+        ctx = browser.new_context(viewport={"width": width, "height": 900})
+        ctx.route("**/*", lambda route: route.continue_() if route.request.url.startswith(("file:", "data:"))
+                  else route.abort())
+        tab = ctx.new_page()
+        for page in site_pages(built_book):
+            tab.goto(page.as_uri(), wait_until="load")
+            name = page.relative_to(built_book).as_posix()
+            measure = (WIDE_DISPLAYS_JS if width == 1280 else
+                       "() => document.documentElement.scrollWidth - document.documentElement.clientWidth")
+            measured = settled(tab, "() => (window.MathJax && MathJax.startup ? MathJax.startup.promise : "
+                               f"Promise.resolve()).then({measure})", name)
+            if width == 1280:
+                found += [f"{name} at 1280 px: {d}" for d in measured]
+            elif measured > 1:
+                found.append(f"{name} at 390 px: the page is {measured} px wider than the phone")
+        ctx.close()
+    assert len(site_pages(built_book)) >= 30
+    assert not found, found
+
+
 TEXT_SUFFIXES = (".html", ".md", ".ipynb", ".js", ".txt", ".py", ".json", ".yml", ".cff", ".toml")
 
 
