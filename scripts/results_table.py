@@ -5,7 +5,9 @@
     python scripts/results_table.py --check  # fail if they differ, or a row and a result do not pair up
 
 One source of truth: the manifest records how each result was made; the table only repeats it. The 'what' column
-is written by hand.
+is written by hand, but for the outcome of the runs it describes (between ``<!-- outcome -->`` and
+``<!-- /outcome -->``): how many of its runs reached the regime the papers' claims are about, and why the others did
+not (``ncbook.claims.regime_runs``), computed from the result's arrays.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ import json
 import sys
 from pathlib import Path
 
-from ncbook.claims import beside, resumes
+import numpy as np
+
+from ncbook.claims import beside, regime_runs, resumes
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "results" / "README.md"
@@ -43,6 +47,33 @@ def manifests() -> dict[str, dict]:
     and `.locks`, which a run in progress fills)."""
     return {f"{path.parent.name}/{path.stem}": json.loads(path.read_text())["provenance"]
             for path in sorted((ROOT / "results").glob("*/*.json")) if not path.parent.name.startswith(".")}
+
+
+OUTCOME = ("<!-- outcome -->", "<!-- /outcome -->")
+
+
+def outcome(name: str) -> str | None:
+    """How many runs of the result ``<experiment>/<tag>`` reached their papers' regime at the end (Jacot et al.'s:
+    they fit their data; Tirer et al.'s: zero training error), per loss where it has several, and why the others
+    did not; None for a result without a training error."""
+    manifest = json.loads((ROOT / "results" / f"{name}.json").read_text())
+    data = next(iter(manifest["files"]))
+    with np.load(ROOT / "results" / name.split("/")[0] / data, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files if k in ("train_error", "nc2_condition_number")}
+    if "train_error" not in arrays:
+        return None
+    regime = "zero error" if name.startswith("tirer") else "fits"
+    losses = tuple(manifest["config"].get("losses") or ()) or (None,)
+    parts = []
+    for loss in losses:
+        k, n, reasons = regime_runs(arrays, regime, loss, losses if loss else None)
+        text = (f"{k} of {n} runs " + ("fit" if regime == "fits" else "at zero training error") if n > 1 else
+                "its run " + ("fits" if regime == "fits" else "is at zero training error") if k else
+                "its run does not " + ("fit" if regime == "fits" else "reach zero training error"))
+        text += f" with {loss.upper()}" if loss and len(losses) > 1 else ""
+        parts.append(text + (" (the others: " + ", ".join(f"{v} {why}" for why, v in reasons.items()) + ")"
+                             if reasons else ""))
+    return "; ".join(parts)
 
 
 TOTALS = ("<!-- totals -->", "<!-- /totals -->")
@@ -78,6 +109,13 @@ def rewrite(text: str, provenances: dict[str, dict]) -> tuple[str, list[str]]:
             else:
                 seen.add(name)
                 cells[2], cells[3] = made_with(provenances[name]), wall_time(provenances[name]) + " |"
+                found, (start_o, end_o) = outcome(name), OUTCOME
+                if found is not None and not (start_o in cells[1] and end_o in cells[1]):
+                    problems.append(f"results/README.md's row of `{name}` does not say how its runs ended "
+                                    f"({start_o} ... {end_o})")
+                elif found is not None:
+                    cells[1] = (cells[1][:cells[1].index(start_o) + len(start_o)] + found
+                                + cells[1][cells[1].index(end_o):])
                 line = " | ".join(cells)
         lines.append(line)
     problems += [f"results/README.md has no row for the shipped result `{name}`"

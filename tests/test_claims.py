@@ -2,7 +2,9 @@
 
 import html
 import re
+from collections import Counter
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,6 +12,8 @@ import pytest
 from ncbook import claims, scaling
 from ncbook.claims import Criterion, judge
 from ncbook.registry import get_experiment
+
+ROOT = Path(__file__).resolve().parents[1]
 
 DOWN = Criterion("down")
 
@@ -681,52 +685,6 @@ def _fate(r: dict) -> list[str]:
             for i in range(len(e))]
 
 
-def test_the_results_readme_states_the_longer_resnet_sweep_as_the_arrays_have_it():
-    """Issue 60, point 1: Fig. 2 (right) at the paper's weight decays trained 240 epochs instead of 60: the README's
-    run-by-run account (how many fit, what became of the runs still falling and of those that gave up classes) is
-    the arrays'."""
-    import re
-    from collections import Counter
-    from pathlib import Path
-
-    from ncbook.runner import get
-
-    short = get("jacot_resnet_head", "cpu", weight_decays=(0.001, 0.004))
-    long = get("jacot_resnet_head", "cpu", weight_decays=(0.001, 0.004), epochs=240, record_every_epochs=20)
-    moves = Counter(zip(_fate(short), _fate(long)))
-    line = next(x for x in (Path(__file__).parents[1] / "results" / "README.md").read_text().splitlines()
-                if x.startswith("| `jacot_resnet_head/cpu--epochs=240"))
-    numbers = [int(n) for n in re.findall(r"\b(\d+) (?:of|at|still|give|that)\b", line.split("|")[2])]
-    fit_long = sum(v for (a, b), v in moves.items() if b == "fits")
-    fit_short = sum(v for (a, b), v in moves.items() if a == "fits")
-    gave_up_short = sum(v for (a, b), v in moves.items() if a == "gave up classes")
-    assert numbers == [fit_long, fit_short, moves["still falling", "fits"], moves["gave up classes", "fits"],
-                       gave_up_short, moves["gave up classes", "gave up classes"]]
-    assert f"{fit_long} of {len(_fate(long))} runs fit" in line and set(_fate(long)) == {"fits", "gave up classes"}
-
-
-def test_the_results_readme_states_the_longer_mlp_sweep_as_the_arrays_have_it():
-    """Issue 60, point 1: Fig. 2's MLP sweep trained 8,000 steps instead of 2,000 (runs that stop falling): the
-    README's account of what became of each kind of run is the arrays'."""
-    import re
-    from collections import Counter
-    from pathlib import Path
-
-    from ncbook.runner import get
-
-    short, long = get("jacot_head_depth", "cpu"), get("jacot_head_depth", "cpu", steps=8000, record_every=400)
-    moves = Counter(zip(_fate(short), _fate(long)))
-    line = next(x for x in (Path(__file__).parents[1] / "results" / "README.md").read_text().splitlines()
-                if x.startswith("| `jacot_head_depth/cpu--record_every=400,steps=8000"))
-    numbers = [int(n) for n in re.findall(r"\b(\d+) (?:of|at|still|stuck|that|stay|give)\b", line.split("|")[2])]
-    count = lambda a=None, b=None: sum(v for (x, y), v in moves.items()            # noqa: E731
-                                       if (a is None or x == a) and (b is None or y == b))
-    assert numbers == [count(b="fits"), count(a="fits"), count("still falling", "fits"), count("stuck", "fits"),
-                       count("gave up classes", "fits"), count(a="gave up classes"), count("dead", "dead"),
-                       count("gave up classes", "gave up classes")]
-    assert count(b="still falling") == count(b="stuck") == 0 and len(_fate(long)) == 30
-
-
 def test_every_row_at_a_glance_links_to_our_figure_of_its_experiment():
     """Issues 62 and 73: each claim's row links to our figure of the experiment it reads, on that figure's page (the
     ResNet sweep's rows to the ResNet sweep's figure, not the MLP's); its group's heading links ours and the paper's.
@@ -979,38 +937,49 @@ def _readme_line(start: str) -> str:
                 if x.startswith(start))
 
 
-def test_the_results_readme_states_issue_74s_runs_as_the_arrays_have_them():
-    """Issue 74, point 5: the README's account of the ResNet sweep trained to the paper's λt (how many fit, that they
-    are the same runs as at 240 epochs, how many gave up classes) and of the 2,000-epoch ablation's two seeds (the
-    doubled-λ_H runs' misclassified digits, every other run at zero error) is the arrays'."""
-    import re
-    from collections import Counter
+def test_every_card_label_of_the_claims_tables_is_whole():
+    """Issue 76: on a phone each cell of the claims tables shows its column's name (``data-label``); a name with an
+    apostrophe ("the paper's claim") was cut at it when the attribute was not escaped."""
+    from html.parser import HTMLParser
 
-    from ncbook.reproduce import ABLATIONS
+    rows = _tirer_cpu_rows()
+    page = claims.ClaimsTable(rows, "Tirer")._repr_html_()
+    heads = set(claims.ClaimsTable.HEADS) | set(claims.ClaimsTable.DETAIL_HEADS)
+    labels: list[str] = []
+
+    class Labels(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            labels.extend(v for k, v in attrs if k == "data-label")
+
+    Labels().feed(page)
+    assert labels and set(labels) <= heads and {h for h in heads if "'" in h} <= set(labels)
+
+
+def test_the_results_readme_says_how_each_run_ended_as_the_arrays_have_it():
+    """Issue 73: the results README's counts of runs (how many fit, how many gave up classes...) are generated from the
+    arrays (scripts/results_table.py); here they are recounted with this file's own reading of each run's fate, and a
+    changed array changes the file, which the README test then fails on."""
+    import importlib.util
+
     from ncbook.runner import get
 
-    wd = (0.001, 0.004)
-    long = get("jacot_resnet_head", "cpu", weight_decays=wd, epochs=240, record_every_epochs=20)
-    paper = get("jacot_resnet_head", "cpu", weight_decays=wd, epochs=780, record_every_epochs=30)
-    line = _readme_line("| `jacot_resnet_head/cpu--epochs=780")
-    fates = Counter(_fate(paper))
-    assert f"{fates['fits']} of {sum(fates.values())} runs fit" in line
-    assert (claims.fits(paper) == claims.fits(long)).all() and "the same runs as at 240 epochs" in line
-    assert f"{fates['gave up classes']} give up classes" in line and set(fates) == {"fits", "gave up classes"}
-    tirer = get("tirer_wd_ablation", "cpu", epochs=2000, hidden=(512, 512, 512), losses=("mse",), seeds=(0, 1))
-    end = tirer["train_error"][0, :, :, -1]                                              # [seed, setting]
-    doubled = ABLATIONS.index("WDx2 for H")
-    wrong = np.rint(end[:, doubled] * 5000).astype(int)
-    line = _readme_line("| `tirer_wd_ablation/cpu--epochs=2000,hidden=(512, 512, 512),losses=('mse',),seeds=(0, 1)`")
-    said = [int(n) for n in re.findall(r"end (\d+) and (\d+) training digits", line)[0]]
-    assert said == wrong.tolist() and (np.delete(end, doubled, axis=1) == 0).all() and "every other run" in line
-    more = get("jacot_head_depth", "cpu", **claims.EXTRA[claims.MLP_500][1])
-    fates = Counter(_fate(more))
-    line = _readme_line("| `jacot_head_depth/cpu--per_class=500")
-    assert (f"{fates['fits']} of {sum(fates.values())} runs fit, {fates['gave up classes']} give up classes, "
-            f"{fates['still falling']} are still falling" in line), line
-    assert set(fates) == {"fits", "gave up classes", "still falling"}
-    more, pooled = get("jacot_mlp", "cpu", seeds=(10, 11, 12, 13, 14)), claims.pooled_result(claims.FIG4_POOLED, "cpu")
-    fit = lambda r: int((r["train_error"][..., -1] <= claims.FITS).sum())          # noqa: E731
-    line = _readme_line("| `jacot_mlp/cpu--seeds=(10, 11, 12, 13, 14)`")
-    assert f"{fit(more)} of 5 fit; with seeds 0-9, {fit(pooled)} of 15 fit" in line and fit(pooled) >= 5
+    spec = importlib.util.spec_from_file_location("results_table", ROOT / "scripts" / "results_table.py")
+    table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table)
+    for tag, overrides in (("jacot_resnet_head/cpu--epochs=780,record_every_epochs=30,weight_decays=(0.001, 0.004)",
+                            {"weight_decays": (0.001, 0.004), "epochs": 780, "record_every_epochs": 30}),
+                           ("jacot_head_depth/cpu--record_every=400,steps=8000", {"steps": 8000, "record_every": 400}),
+                           ("jacot_mlp/cpu--seeds=(10, 11, 12, 13, 14)", {"seeds": (10, 11, 12, 13, 14)})):
+        fates = Counter(_fate(get(tag.split("/")[0], "cpu", **overrides)))
+        others = ", ".join(f"{n} {why}" for why, n in sorted(fates.items()) if why != "fits")
+        said = f"{fates['fits']} of {sum(fates.values())} runs fit (the others: {others})"
+        assert table.outcome(tag) == said
+        assert f"{table.OUTCOME[0]}{said}{table.OUTCOME[1]}" in _readme_line(f"| `{tag}`")
+    text, provenances = table.README.read_text(), table.manifests()
+    real = table.regime_runs
+    try:                                       # a remade run with one more fit changes the generated text
+        table.regime_runs = lambda *a, **k: (lambda k_, n, r: (k_ + 1, n, r))(*real(*a, **k))
+        assert table.rewrite(text, provenances)[0] != text
+    finally:
+        table.regime_runs = real
+

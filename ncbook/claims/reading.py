@@ -42,6 +42,12 @@ def jacot_claims(results: dict[str, dict], scale: str | None = None) -> list[Cla
     return [evaluate(s, runs, _governing(s, scale)) for s in jacot_specs(scale or "cpu", extra)]
 
 
+def head_sweep_claims(name: str, r: dict, where: str, scale: str | None = None) -> list[Claim]:
+    """Jacot et al.'s Fig. 2 rows read on one head sweep ``r`` (the run :data:`EXTRA` names ``name``) under the label
+    ``where``, as the claims table reads its own: a chapter's comparison beside the table."""
+    return [evaluate(s, {name: r}, _governing(s, scale)) for s in _head_sweep_specs(where, name)]
+
+
 def tirer_claims(results: dict[str, dict], losses: tuple[str, ...], blurred: tuple[int, ...],
                  scale: str | None = None) -> list[Claim]:
     """Every claim of Tirer et al. on cached ``results`` (by experiment name; the 300-per-class ablation as

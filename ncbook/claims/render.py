@@ -132,7 +132,7 @@ class ClaimsTable:
             """A row; ``verdicts``: the verdict coloring each column from the second on ("" for none)."""
             colour = dict(enumerate(verdicts, start=1))
             return "<tr>" + "".join(
-                f"<td data-label='{h}'" + (f" class='verdict-{colour[i]}'" if colour.get(i) else "")
+                f"<td data-label='{e(h)}'" + (f" class='verdict-{colour[i]}'" if colour.get(i) else "")
                 + f">{x}</td>" for i, (h, x) in enumerate(zip(heads, values))) + "</tr>"
 
         css = verdict_class
