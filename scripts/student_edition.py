@@ -146,7 +146,12 @@ def write_sources(out: Path = OUT / "src") -> Path:
             jupytext.write(nb, out / "book" / f"{page.stem}.ipynb")
             (out / "book" / page.name).write_text(student_text(page.read_text()))
         else:
-            (out / "book" / page.name).write_text(strip_solutions(page.read_text()))
+            text = strip_solutions(page.read_text())
+            if page.name == "instructors.md":          # its links as they resolve from the published edition
+                text = (text.replace('href="../student/index.html"', 'href="../index.html"')
+                        .replace('href="../ncbook-student.zip"', 'href="../../ncbook-student.zip"')
+                        .replace('href="../ncbook-student-source.zip', 'href="../ncbook-source.zip'))
+            (out / "book" / page.name).write_text(text)
     return out
 
 
@@ -199,6 +204,8 @@ def publish(html: Path, archive: Path, site: Path = SITE) -> None:
 
 def main() -> int:
     src = write_sources()
+    for stale in (OUT / "_build" / "html").glob(f"{source_archive.STUDENT_ARCHIVE}*"):
+        stale.unlink()           # the edition's own archive is its code (ncbook-source.zip); an older build wrote one
     jb = Path(sys.executable).with_name("jupyter-book")          # installed beside this Python, as `make` uses it
     rc = subprocess.run([str(jb), "build", str(src), "--path-output", str(OUT), "-W", "-n", "--keep-going"]).returncode
     if rc == 0:

@@ -43,11 +43,13 @@ MIN_TEXT_PT = 9.0            # smallest text of a figure at its displayed size
 PHONE_MIN_PX = 9.0           # smallest text of a figure on a 390 px phone, in CSS px
 PAGE_LIMIT = 1.5 * 2**20     # everything a first visit to a page loads, gzip-compressed as a web server sends it
 OWN_LIMIT = 2**20            # a page's own HTML and the images it shows first, raw
-SITE_LIMIT = 48 * 2**20      # the whole built site (MathJax 4 and its font: 3.5 MB; the book's code: ncbook-source.zip,
-                             # and the students' archive beside it, 4.8 MB each since issue 74's runs in the
-                             # papers' regime joined the shipped results (3.3 MB before);
-                             # every figure twice, for the column and for a phone: 12 MB of images, and again in the
-                             # notebooks offered for download, 18 MB)
+STUDENT_LIMIT = 64 * 2**20   # the student edition published inside it (issue 76): its HTML (the book's images,
+                             # static files and notebooks again, 39 MB) and the handout with its executed notebooks
+SITE_LIMIT = 48 * 2**20      # the whole built site but the student edition (MathJax 4 and its font: 3.5 MB;
+                             # the book's code: ncbook-source.zip, and the students' archive beside it, 4.8 MB
+                             # each since issue 74's runs in the papers' regime joined the shipped results (3.3 MB
+                             # before); every figure twice, for the column and for a phone: 12 MB of images, and
+                             # again in the notebooks offered for download, 18 MB)
 NO_IDENTIFIER = {"Rangamani and Banburski-Fahey 2022", "Nguyen and Mondelli 2020", "Dai et al. 2021"}
 """Bibliography entries whose DOI or arXiv number we could not confirm offline: listed without a link, not guessed."""
 BUILD = ROOT / "_build" / "browser"
@@ -522,9 +524,13 @@ def test_every_page_has_a_favicon(built_book: Path):
 
 
 def test_site_weight(built_book: Path):
-    size = sum(f.stat().st_size for f in built_book.rglob("*") if f.is_file())
-    print(f"built site: {size / 2**20:.1f} MB")
+    files = [f for f in built_book.rglob("*") if f.is_file()]
+    student = [f for f in files if f.relative_to(built_book).parts[0] in ("student", "ncbook-student.zip")]
+    size = sum(f.stat().st_size for f in files if f not in set(student))
+    edition = sum(f.stat().st_size for f in student)
+    print(f"built site: {size / 2**20:.1f} MB, its student edition {edition / 2**20:.1f} MB")
     assert size <= SITE_LIMIT, f"the built site is {size / 2**20:.1f} MB (limit {SITE_LIMIT / 2**20:.0f} MB)"
+    assert edition <= STUDENT_LIMIT, f"the student edition is {edition / 2**20:.1f} MB (limit 64 MB)"
 
 
 def test_no_launch_button_while_the_repository_is_unset(built_book: Path):
@@ -978,6 +984,14 @@ def test_the_site_carries_its_code_and_a_downloaded_chapter_runs_from_it(built_b
     for name in ("ncbook/__init__.py", "ncbook/exercises.py", "results/README.md", "requirements.txt", "Makefile",
                  "pyproject.toml", "jupytext.toml", "book/ch01_metrics.md", "book/ch09_tirer_experiments.md"):
         assert name in members, f"the archive lacks {name}"
+    spec = importlib.util.spec_from_file_location("source_archive", ROOT / "book" / "_ext" / "source_archive.py")
+    source_archive = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(source_archive)
+    # its README says what the archive is for (issue 76: the repository's begins with `make book`, which the
+    # archive cannot do): its commands are those the archive's Makefile can run
+    readme = members.pop("README.md").decode()
+    assert readme == source_archive.ARCHIVE_README and "make book" not in readme and "make test" not in readme
+    assert set(re.findall(r"^    make (\w+)", readme, re.M)) == {"install", "lab"}
     for name, data in members.items():                  # what was built is what the repository holds
         assert (ROOT / name).read_bytes() == data, f"{name} in the archive differs from the repository's"
     for page in toc_pages():

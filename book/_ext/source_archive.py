@@ -177,7 +177,8 @@ def _build_finished(app, exception) -> None:
             shutil.copyfile(path, target)
         files = {name: path.read_bytes() for name, path in source_files(srcdir).items()}
         write_archive(files | {"README.md": ARCHIVE_README.encode("utf-8")}, outdir / ARCHIVE)
-        write_archive(student_files(srcdir), outdir / STUDENT_ARCHIVE, STUDENT_FOLDER)
+        if srcdir.resolve() == code_root(srcdir).resolve():   # the book's build; the student edition's own
+            write_archive(student_files(srcdir), outdir / STUDENT_ARCHIVE, STUDENT_FOLDER)    # zip is its code
 
 
 def setup(app):
