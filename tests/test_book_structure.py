@@ -351,3 +351,14 @@ def test_the_pages_say_how_long_the_gpu_scale_took_on_the_h200():
     assert "hours for the longest" in page["book/instructors.md"] and round(over[-1] / 60) >= 2
     old = r"sized to (about )?10 minutes|for about ten minutes per experiment|MNIST-5k, about 10|GPU in about ten"
     assert not any(re.search(old, text) for text in page.values())          # the old wording, gone
+
+
+def test_the_normalisation_statements_credit_the_right_code_and_the_papers_model():
+    """Issue 76, statements 3 and 4: Papyan et al.'s code trained with cross-entropy only and Zhu et al.'s uses
+    `nn.MSELoss`; Tirer et al.'s model (1) states the book's normalisation of the square loss, only their experiments
+    leave theirs unstated (the Results index said "the paper does not state its own")."""
+    table = " ".join((BOOK / "ch09_tirer_table_1.md").read_text().split())
+    assert "Papyan et al. (who trained with cross-entropy only) and Zhu et al., whose code uses PyTorch's" in table
+    index = " ".join((BOOK / "results_index.md").read_text().split())
+    assert "the paper's model states it; its experiments do not say which they used" in index
+    assert "does not state its own" not in index
