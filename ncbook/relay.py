@@ -341,13 +341,18 @@ def command(unit: Unit, device: str, python: str = sys.executable) -> list[str]:
 
 
 def cpu_checkpoints(files: list[Path], into: Path) -> list[Path]:
-    """Copies of checkpoint files with every tensor on the CPU (loadable on any device), in ``into``."""
+    """Copies of checkpoint files with every tensor on the CPU (loadable on any device), in ``into``; a file the run
+    removed meanwhile (it finished, or replaced it with a later one) is left out."""
     out = []
     for f in files:
-        state = torch.load(f, weights_only=True, map_location="cpu")
+        try:
+            when = f.stat()                                                 # when it was written: the run's clock
+            state = torch.load(f, weights_only=True, map_location="cpu")
+        except FileNotFoundError:
+            continue
         dest = into / f.name
         torch.save(state, dest)
-        os.utime(dest, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns))    # when it was written: the run's clock
+        os.utime(dest, ns=(when.st_atime_ns, when.st_mtime_ns))
         out.append(dest)
     return out
 
@@ -709,7 +714,12 @@ def _pack_checkpoints(units: list[Unit], ledger: dict, out: Path, root: Path | N
                     "on it is lost, and it is not started again where it cannot finish")
                 continue
             files += [(f, f.name) for f in cpu]
-            files += [(c, c.name) for c in [clock_path(run.checkpoint(root))] if c.is_file()]  # its wall time so far
+            clock = clock_path(run.checkpoint(root))                  # its wall time so far, copied as it is now
+            try:
+                shutil.copy2(clock, Path(tmp) / clock.name)
+                files.append((Path(tmp) / clock.name, clock.name))
+            except FileNotFoundError:
+                pass
         if not files:
             (out / CHECKPOINTS).unlink(missing_ok=True)          # nothing left to resume: every run made
         elif _tar(Path(tmp) / CHECKPOINTS, files) > MAX_FILE:

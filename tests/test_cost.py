@@ -56,7 +56,11 @@ def reference_ratios() -> dict[str, tuple[float, bool]]:
     whether it trains a ResNet."""
     out = {}
     for path in sorted(cache.RESULTS_DIR.glob("*/*.json")):
+        if path.parent.name.startswith("."):          # a run in progress: the runner's own checkpoints and locks
+            continue
         m = json.loads(path.read_text())
+        if m["provenance"].get("assembled_from"):     # its time is its pieces', each checked on its own machine
+            continue
         cfg = EXPERIMENTS[m["experiment"]].config(m["base_scale"], **m["overrides"])
         out[f"{m['experiment']}/{path.stem}"] = (m["provenance"]["wall_time_s"] / cost.reference_seconds(
             cost.estimate(cfg), making_rates(m["provenance"])), convolutional(cfg))
