@@ -39,6 +39,9 @@ _spec = importlib.util.spec_from_file_location("make_pdf", ROOT / "scripts" / "m
 make_pdf = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(make_pdf)
 chromium_path, toc_pages = make_pdf.chromium_path, make_pdf.toc_pages
+_spec = importlib.util.spec_from_file_location("source_archive", ROOT / "book" / "_ext" / "source_archive.py")
+source_archive = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(source_archive)
 MIN_TEXT_PT = 9.0            # smallest text of a figure at its displayed size
 PHONE_MIN_PX = 9.0           # smallest text of a figure on a 390 px phone, in CSS px
 PAGE_LIMIT = 1.5 * 2**20     # everything a first visit to a page loads, gzip-compressed as a web server sends it
@@ -677,7 +680,7 @@ def solution_phrases() -> list[str]:
     """Phrases of the book's solutions that a rendered page keeps verbatim: from each line of a solution, its longest
     run of plain words (no markup, math, quotes or dashes, which the HTML build renders otherwise), cut to about 36
     characters, where no part of the student text (nor the exercises' checker, ``ncbook/exercises.py``) holds it."""
-    edition = student_edition_module()
+    edition = source_archive.student_edition(ROOT)
     # the self-checking exercises' checker recomputes their answers (the instructors' page says so: feedback, not an
     # exam); code it shares with a solution is not the solution's text
     checker = " ".join((ROOT / "ncbook" / "exercises.py").read_text().split())
@@ -692,13 +695,6 @@ def solution_phrases() -> list[str]:
             if len(phrase) >= 30 and phrase not in kept and phrase not in checker:
                 phrases.append(phrase)
     return phrases
-
-
-def student_edition_module():
-    spec = importlib.util.spec_from_file_location("student_edition", ROOT / "scripts" / "student_edition.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def solutions_served(folder: Path, phrases: list[str]) -> list[str]:
@@ -984,9 +980,6 @@ def test_the_site_carries_its_code_and_a_downloaded_chapter_runs_from_it(built_b
     for name in ("ncbook/__init__.py", "ncbook/exercises.py", "results/README.md", "requirements.txt", "Makefile",
                  "pyproject.toml", "jupytext.toml", "book/ch01_metrics.md", "book/ch09_tirer_experiments.md"):
         assert name in members, f"the archive lacks {name}"
-    spec = importlib.util.spec_from_file_location("source_archive", ROOT / "book" / "_ext" / "source_archive.py")
-    source_archive = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(source_archive)
     # its README says what the archive is for (issue 76: the repository's begins with `make book`, which the
     # archive cannot do): its commands are those the archive's Makefile can run
     readme = members.pop("README.md").decode()
