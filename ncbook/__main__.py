@@ -67,6 +67,7 @@ try:        # the commands need the 'train' extra; without it --help and --versi
         stored_tags,
         verify,
     )
+    from .train import Stopped, stop_on_signals
     MISSING: ImportError | None = None
 except ImportError as err:          # ncbook's own one-line message naming the extra to install
     MISSING, EXPERIMENTS, SCALES = err, {}, ()
@@ -233,8 +234,13 @@ def cmd_run(args) -> int:
     if args.scale == "paper" and device == "cpu":
         print(f"note: the paper scale of {args.name} has the paper's own sizes and is meant for a GPU; on a CPU it "
               "may take days (a killed run resumes from its last checkpoint)", file=sys.stderr)
+    if threading.current_thread() is threading.main_thread():
+        stop_on_signals()            # SIGINT / SIGTERM: a checkpoint at the end of the current step, then stop
     try:
         path, wall = run_point(run, device, progress=True)
+    except Stopped as stopped:       # (a relay's deadline or signal, Ctrl-C, kill): one line, the checkpoint kept
+        print(f"{args.name}: {stopped}; the same command resumes it", file=sys.stderr)
+        return 128 + stopped.signal.value
     except FileNotFoundError as err:
         raise SystemExit(f"{err}\nFrom the command line: add --set data_root=PATH, or --set download=True "
                          "to fetch the data set there once.") from None

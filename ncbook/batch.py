@@ -47,8 +47,9 @@ def pending(scale: str, device: str, names: list[str] | None = None,
 
 
 GRACE_S = 60.0
-"""How long a run stopped by SIGINT has to exit before it is killed (its checkpoints are written atomically: the last
-whole one stands either way)."""
+"""How long a run stopped by SIGINT has to exit before it is killed: it ends the step it is taking and writes a
+checkpoint there (``train.stop_on_signals``); checkpoints are written atomically, so the last whole one stands
+either way."""
 
 
 def run_one(run: Run, device: str, left_s: float, root: Path | None = None, python: str = sys.executable,
@@ -57,7 +58,8 @@ def run_one(run: Run, device: str, left_s: float, root: Path | None = None, pyth
     """``python -m ncbook run`` of one result (or ``cmd``) in a process of its own session (its progress and messages
     shown as it goes; a signal to this process's group does not reach it, this process forwards one), stopped by one
     SIGINT when ``left_s`` seconds have passed, when ``stop()`` (polled every second) gives a reason, or when this
-    process is interrupted: its last checkpoint stands (it is killed if it has not exited :data:`GRACE_S` later).
+    process is interrupted: it writes a checkpoint at the end of its current step and exits (it is killed if it has
+    not exited :data:`GRACE_S` later; then its last checkpoint stands).
     "made", "stopped at the budget", "stopped <reason>" or "failed (...; its message: ...)"."""
     cmd = cmd or [python, "-m", "ncbook", "run", run.name, "--scale", run.scale, "--device", device]
     env = os.environ | (env or {}) | ({"NCBOOK_RESULTS": str(root)} if root is not None else {})

@@ -22,12 +22,16 @@ import types
 from typing import Any
 
 PACKAGE = "ncbook"
-EXECUTION_PATHS = frozenset({"ncbook.train.compiled_step", "ncbook.train.capture_requested"})
+EXECUTION_PATHS = frozenset({"ncbook.train.compiled_step", "ncbook.train.capture_requested",
+                             "ncbook.train.stop_here"})
 """Code that chooses how a training step is executed, not what it computes: whether it is compiled
-(``NCBOOK_CAPTURE``) and how. Like the device, it changes float rounding only (the captured step gives the eager
-step's weights to float32 rounding, tests/test_train.py), so it is left out of every result's key; a result made
-with captured steps records them in its provenance (``captured_steps``, ``capture_path``). Keyed by module and
-qualified name, so that this commit's hasher reads any earlier commit's code the same way
+(``NCBOOK_CAPTURE``) and how, and where a run asked to stop (a signal to ``python -m ncbook run``) writes its
+checkpoint and ends. Like the device, the first changes float rounding only (the captured step gives the eager
+step's weights to float32 rounding, tests/test_train.py) and the second no value (a stopped run resumes to the
+identical result), so they are left out of every result's key: their code is not hashed, and a bare call of one
+(a statement ``stop_here(step, save)``) is left out of the code that makes it (:func:`_strip_execution_calls`). A
+result made with captured steps records them in its provenance (``captured_steps``, ``capture_path``). Keyed by
+module and qualified name, so that this commit's hasher reads any earlier commit's code the same way
 (``scripts/rekey_results.py``)."""
 _SIMPLE = (bool, int, float, str, bytes, tuple, list, dict, frozenset, type(None))
 
@@ -175,11 +179,40 @@ def _chains(tree: ast.AST) -> set[tuple[str, ...]]:
     return out
 
 
+def _strip_execution_calls(tree: ast.AST, obj: Any) -> None:
+    """Drop each statement that is a bare call of :data:`EXECUTION_PATHS` code (``stop_here(step + 1, save)``, its
+    value unused), resolved in the module of ``obj``: where a run stops is not what it computes, and so the code
+    around such a call hashes as it did before the call was there."""
+    env = vars(sys.modules[obj.__module__])
+
+    def execution_call(statement: ast.stmt) -> bool:
+        if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
+            return False
+        func, chain = statement.value.func, []
+        while isinstance(func, ast.Attribute):
+            chain.append(func.attr)
+            func = func.value
+        if not isinstance(func, ast.Name):
+            return False
+        value = env.get(func.id)
+        for attr in reversed(chain):
+            value = getattr(value, attr, None)
+        return execution_path(value)
+
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            statements = getattr(node, field, None)
+            if isinstance(statements, list) and any(execution_call(s) for s in statements):
+                kept = [s for s in statements if not execution_call(s)]
+                setattr(node, field, kept or ([ast.Pass()] if field == "body" else []))
+
+
 @functools.cache
 def _analysis(obj: Any) -> tuple[str, tuple[tuple[str, Any], ...]]:
     """What is hashed for a function or class (the normal form of its source) and what it refers to, from one parse
     (computed once per object: the experiments share most of their code)."""
     tree = syntax_tree(inspect.getsource(obj))
+    _strip_execution_calls(tree, obj)
     refs = tuple(_references(obj, tree))       # annotations included: ``cfg: TrainConfig`` reaches its methods
     _strip_annotations(tree)
     return normal_text(tree), refs

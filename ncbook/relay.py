@@ -23,7 +23,8 @@ the next state to ``--out``, five files at most (:data:`FILES`), each within :da
 ``$OUT`` is a valid next state at every instant (issue 75): the carried state is put there first, so the worst ending
 returns what came in; every result made, checkpoint written (packed within a second of the child writing it) and
 ledger change lands there atomically as it happens, and the log line by line. SIGINT or SIGTERM stop the running run
-(its last checkpoint is carried) and end the session with its state and log written, exit status 128 + the signal. A
+at the end of the step it is taking, with a checkpoint there (``train.stop_on_signals``), which is carried, and end
+the session with its state and log written, exit status 128 + the signal. A
 carried file that cannot be read (a truncated archive, a malformed or hand-edited ledger, a cut along a setting the
 run has not, a checkpoint that does not load or belongs to no run of the plan at this commit, a malformed benchmark)
 is refused in one line naming it and why, and the rest is carried on. One deadline, ``--budget-min`` from

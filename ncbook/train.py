@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import types
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -62,7 +63,47 @@ def run_steps(steps: int, update: Callable[[int], None], measure: Callable[[int]
         bar.update()
         if save is not None and (step + 1) % save_every == 0:
             save(step + 1)
+        stop_here(step + 1, save)
     bar.close()
+
+
+class Stopped(KeyboardInterrupt):
+    """A run stopped where it was asked to (:func:`stop_on_signals`): by which signal, at which step, and whether
+    its checkpoint was written there."""
+
+    def __init__(self, signum: int, step: int, saved: bool) -> None:
+        self.signal, self.step, self.saved = signal.Signals(signum), step, saved
+        super().__init__(f"stopped by {self.signal.name} at step {step}" + (
+            ", its checkpoint written there" if saved else " (a run without checkpoints starts again)"))
+
+
+_STOP_SIGNALS: list[int] = []
+"""The signals received since :func:`stop_on_signals` (empty: run on)."""
+
+
+def stop_on_signals() -> None:
+    """Make SIGINT and SIGTERM stop a run at the end of the step it is taking, with a checkpoint there
+    (:func:`stop_here`), so that nothing it computed is lost; a second signal interrupts at once. Installed by
+    ``python -m ncbook run`` for one result (what the relay and ``run --all`` start); in a notebook Ctrl-C
+    interrupts as always."""
+    def asked(signum: int, frame: Any) -> None:
+        if _STOP_SIGNALS:
+            raise KeyboardInterrupt
+        _STOP_SIGNALS.append(signum)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, asked)
+
+
+def stop_here(step: int, save: Callable[[int], object] | None) -> None:
+    """After each update of :func:`run_steps`: if a stop was asked for (:func:`stop_on_signals`), write the
+    checkpoint of ``step`` and raise :class:`Stopped` (a resumed run ends with the identical result). Where a run
+    stops is not what it computes: ``codehash.EXECUTION_PATHS``, in no result's key."""
+    if not _STOP_SIGNALS:
+        return
+    if save is not None:
+        save(step)
+    raise Stopped(_STOP_SIGNALS[0], step, save is not None)
 
 
 def save_checkpoint(path: Path, state: dict) -> None:

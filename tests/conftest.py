@@ -78,3 +78,16 @@ def kill_at_step(monkeypatch):
         return lambda: monkeypatch.setattr(owner, name, real)
 
     return install
+
+
+@pytest.fixture
+def one_thread():
+    """PyTorch on one thread for the test (as `make test` runs), restored after: for comparisons to the last bit of
+    float32 results that batch different numbers of models together (their products split differently on more
+    threads)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

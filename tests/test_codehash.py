@@ -126,19 +126,27 @@ def test_how_a_step_is_executed_is_in_no_key_and_what_it_computes_is(tmp_path: P
     edit there changes no key; the same edit in train_module, which they serve, stales exactly its users."""
     from ncbook.codehash import EXECUTION_PATHS
 
-    stages = [tmp_path / name for name in ("before", "execution", "computation")]
+    stages = [tmp_path / name for name in ("before", "execution", "computation", "no stop", "stop computes")]
     shutil.copytree(ROOT / "ncbook", stages[0] / "ncbook", ignore=shutil.ignore_patterns("__pycache__"))
     for stage in stages[1:]:
         shutil.copytree(stages[0] / "ncbook", stage / "ncbook")
     for path in EXECUTION_PATHS:
         edit(stages[1] / "ncbook" / "train.py", with_statement_in(path.rpartition(".")[2]))
     edit(stages[2] / "ncbook" / "train.py", with_statement_in("train_module"))
-    before, execution, computation = keys_of(*stages)
+    call = "        stop_here(step + 1, save)\n"        # run_steps' bare call: where a signalled run stops
+    assert (stages[0] / "ncbook" / "train.py").read_text().count(call) == 1
+    edit(stages[3] / "ncbook" / "train.py", lambda source: source.replace(call, ""))
+    edit(stages[4] / "ncbook" / "train.py", lambda source: source.replace(call, call.replace("stop", "_ = stop")))
+    before, execution, computation, no_stop, stop_computes = keys_of(*stages)
     assert execution == before
     users = {n for n, exp in EXPERIMENTS.items() if "train_module" in {f for f, _ in reachable(exp.run)}}
     assert len(users) >= 4 and {n for n in before if computation[n] != before[n]} == users
     assert not {n for exp in EXPERIMENTS.values() for n, _ in reachable(exp.run)} & {"compiled_step",
-                                                                                     "capture_requested"}
+                                                                                     "capture_requested", "stop_here"}
+    # the bare call is left out of run_steps' code (the keys are those of the code without it); a use of its value
+    # is code like any other: every result that runs the loop is stale
+    loop = {n for n, exp in EXPERIMENTS.items() if "run_steps" in {f for f, _ in reachable(exp.run)}}
+    assert no_stop == before and len(loop) >= 10 and {n for n in before if stop_computes[n] != before[n]} == loop
 
 
 PROBE = '''

@@ -1,6 +1,7 @@
 """ncbook.train: the trainers (the ensemble step and train_module), their configuration, the regularised objective,
 checkpoints that resume bit-identically, divergence, and the metrics recorded along the way."""
 
+import os
 import subprocess
 import sys
 import time
@@ -224,6 +225,51 @@ def test_interrupted_ensemble_resumes_to_the_same_result(tmp_path, kill_at_step)
     fresh_ens = Ensemble([net(0), net(1)])
     fresh = train_ensemble(fresh_ens, X, y, cfgs, seed=4, progress=False)
     assert [h.steps for h in resumed] == [h.steps for h in fresh] == [[0, 5, 20, 40, 60]] * 2
+    assert [h.loss for h in resumed] == [h.loss for h in fresh]
+    for a, b in zip(resumed_ens.parameters(), fresh_ens.parameters()):
+        assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_signal_stops_a_run_at_the_end_of_its_step_with_a_checkpoint_there(tmp_path, monkeypatch, sig):
+    """Issue 75, point 1: with :func:`ncbook.train.stop_on_signals` (what ``python -m ncbook run`` installs), a real
+    SIGTERM or SIGINT during update 37 (checkpoints every 10) ends the run after that update with a checkpoint of
+    step 38, not 30: nothing computed is lost; the run resumed from it ends with the uninterrupted run's result.
+    Without the stop (``stop_here`` a no-op) the signal would not stop it, and the test fails."""
+    import signal
+
+    X, y = problem()
+    cfgs = [TrainConfig(steps=60, lr=0.05, weight_decay=lam, batch_size=10, momentum=0.9, record_every=20,
+                        record_at=(5,)) for lam in (1e-3, 1e-2)]
+    ckpt = tmp_path / "ens.pt"
+    real, calls = ncbook.train.momentum_step, {"n": 0}
+
+    def signalled(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 38:                       # during update 37 (the 38th call): a real signal to this process
+            os.kill(os.getpid(), getattr(signal, sig))
+        return real(*args, **kwargs)
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    monkeypatch.setattr(ncbook.train, "momentum_step", signalled)
+    monkeypatch.setattr(ncbook.train, "_STOP_SIGNALS", [])
+    try:
+        ncbook.train.stop_on_signals()
+        with pytest.raises(ncbook.train.Stopped) as stopped:
+            train_ensemble(Ensemble([net(0), net(1)]), X, y, cfgs, seed=4, checkpoint=ckpt, checkpoint_every=10,
+                           progress=False)
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+    assert (stopped.value.signal.name, stopped.value.step, stopped.value.saved) == (sig, 38, True)
+    assert str(stopped.value) == f"stopped by {sig} at step 38, its checkpoint written there"
+    assert torch.load(ckpt, weights_only=True)["step"] == 38
+    monkeypatch.setattr(ncbook.train, "momentum_step", real)
+    monkeypatch.setattr(ncbook.train, "_STOP_SIGNALS", [])
+    resumed_ens = Ensemble([net(7), net(8)])
+    resumed = train_ensemble(resumed_ens, X, y, cfgs, seed=4, checkpoint=ckpt, checkpoint_every=10, progress=False)
+    fresh_ens = Ensemble([net(0), net(1)])
+    fresh = train_ensemble(fresh_ens, X, y, cfgs, seed=4, progress=False)
     assert [h.loss for h in resumed] == [h.loss for h in fresh]
     for a, b in zip(resumed_ens.parameters(), fresh_ens.parameters()):
         assert torch.equal(a, b)
