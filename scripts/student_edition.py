@@ -128,6 +128,27 @@ def student_notebook(md: Path, fill: dict[str, str] | None = None):
     return nb
 
 
+EDITION_INSTRUCTORS = {
+    "This book keeps the solutions, folded under each exercise. For students the same site publishes them without:":
+        "This is the student edition: no solution is in it, in its pages, their downloads or its archives (the full "
+        "book keeps them folded under each exercise). What it is, and what a course hands out:",
+    'href="../student/index.html"': 'href="../index.html"',   # its links as they resolve from the published edition
+    'href="../ncbook-student.zip"': 'href="../../ncbook-student.zip"',
+    'href="../ncbook-student-source.zip': 'href="../ncbook-source.zip',
+}
+"""What the instructors' page says differently in the student edition, phrase by phrase."""
+
+
+def instructors_text(text: str) -> str:
+    """The instructors' page as the student edition has it (:data:`EDITION_INSTRUCTORS`); a phrase the page no longer
+    holds is an error, so that an edit of the page cannot leave the edition saying what the full book says."""
+    for old, new in EDITION_INSTRUCTORS.items():
+        if old not in text:
+            raise ValueError(f"book/instructors.md no longer holds {old!r}: update EDITION_INSTRUCTORS")
+        text = text.replace(old, new)
+    return text
+
+
 def write_sources(out: Path = OUT / "src") -> Path:
     """The book's sources, solutions removed, under ``out``."""
     if out.exists():
@@ -147,10 +168,8 @@ def write_sources(out: Path = OUT / "src") -> Path:
             (out / "book" / page.name).write_text(student_text(page.read_text()))
         else:
             text = strip_solutions(page.read_text())
-            if page.name == "instructors.md":          # its links as they resolve from the published edition
-                text = (text.replace('href="../student/index.html"', 'href="../index.html"')
-                        .replace('href="../ncbook-student.zip"', 'href="../../ncbook-student.zip"')
-                        .replace('href="../ncbook-student-source.zip', 'href="../ncbook-source.zip'))
+            if page.name == "instructors.md":
+                text = instructors_text(text)
             (out / "book" / page.name).write_text(text)
     return out
 

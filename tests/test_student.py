@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
-from student_edition import strip_solutions, student_notebook  # noqa: E402
+from student_edition import instructors_text, strip_solutions, student_notebook  # noqa: E402
 
 CHAPTERS = sorted((ROOT / "book").glob("ch*.md"))
 
@@ -80,3 +80,15 @@ def test_student_chapters_keep_exercises_and_outputs_but_no_solution(md: Path):
     for cell in full.cells:     # every code cell the student keeps has the executed outputs, but the checks
         if cell.cell_type == "code" and cell.source in kept and "check" not in cell.metadata.get("tags", []):
             assert kept[cell.source].get("outputs", []) == cell.get("outputs", [])
+
+
+def test_the_editions_instructors_page_says_it_is_the_student_edition():
+    """The instructors' page in the student edition says it is that edition (not "This book keeps the solutions"), and
+    its links resolve there; a phrase the page no longer holds is refused, not silently left."""
+    page = (ROOT / "book" / "instructors.md").read_text()
+    edition = instructors_text(strip_solutions(page))
+    assert "This book keeps the solutions" in page and "This book keeps the solutions" not in edition
+    assert "This is the student edition: no solution is in it" in edition
+    assert 'href="../student/index.html"' not in edition and 'href="../index.html"' in edition
+    with pytest.raises(ValueError, match="no longer holds"):
+        instructors_text(page.replace("This book keeps the solutions", "The book keeps the solutions"))
