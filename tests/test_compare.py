@@ -88,3 +88,23 @@ def test_ablation_regimes_count_the_runs_at_zero_error_and_the_distance_from_tab
     assert only.loss == "ce" and only.nc1 == pytest.approx(0.4)
     cells = compare.RegimeTable([mse, ce]).cells
     assert cells(mse)[2:] == ["14 of 15", "0.0016", "2.0x"] and cells(ce)[4] == "100x"
+
+
+def test_fig3s_five_seed_sentence_retrains_the_network_that_diverges(monkeypatch):
+    """Issue 74, point 5: Fig. 3's page says why it has three seeds, not the paper's five, from the network that
+    diverges retrained (compare.FIG3_DIVERGES), read here independently from the trainer's own error; where that
+    network trains, the sentence says the five seeds can be run; where the sweep has five, it says so."""
+    from dataclasses import replace
+
+    from ncbook.registry import get_experiment
+
+    exp = get_experiment("jacot_nonlinear_depth")
+    with pytest.raises(FloatingPointError) as err:
+        exp.run(replace(exp.config("cpu"), **compare.FIG3_DIVERGES), progress=False)
+    step = int(str(err.value).split("loss at step ")[1].split()[0])
+    text = compare.fig3_five_seeds("cpu", (0, 1, 2))
+    assert f"diverges (retrained alone here: at step {step} its loss is " in text and "seeds 0, 1, 2, not" in text
+    assert "Our learning rates are 5 times the paper's" in text
+    monkeypatch.setattr(compare, "divergence", lambda *args, **kwargs: None)
+    assert "now trains: the five seeds can be run" in compare.fig3_five_seeds("cpu", (0, 1, 2))
+    assert compare.fig3_five_seeds("cpu", (0, 1, 2, 3, 4)).startswith("The sweep has the paper's five runs")
