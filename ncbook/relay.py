@@ -291,23 +291,23 @@ def _seconds(run: Run, device: str) -> float:
     return cost.seconds(cost.estimate(run.config), device)
 
 
-def cut(unit: Unit, est: float, whence: str, ledger: dict, kind: str, device: str, session_s: float,
-        root: Path | None = None) -> list[tuple[Unit, float, str]]:
+def cut(unit: Unit, est: float, whence: str, picture: Picture, kind: str, device: str,
+        session_s: float) -> list[tuple[Unit, float, str]]:
     """The unit, or its pieces where it was cut or is to be cut (longer than ``session_s``, no checkpoint of its own to
     resume, a setting to cut along: :func:`ncbook.pieces.settings_to_cut`), each with its estimate: measured; else
     scaled from its measured siblings (their measured seconds per second of the cost model's); else its share of the
-    unit's by the cost model. A new cut is recorded in ``ledger["cuts"]``."""
-    run = unit.run
-    if cached_current(run, root) is not None:        # made (a piece assembled here or carried in): nothing below it
+    unit's by the cost model. A new cut is recorded in the ledger's ``cuts``."""
+    run, ledger = unit.run, picture.ledger
+    if picture.current(run):                         # made (a piece assembled here or carried in): nothing below it
         return [(unit, est, whence)]
     setting = ledger["cuts"].get(run.key)                       # checked when the ledger came in (check_cuts)
-    if setting is None and est > session_s and not checkpoints_of(run, root):
+    if setting is None and est > session_s and not picture.resumable(run):
         setting = next(iter(settings_to_cut(run)), None)
         if setting is not None:
             ledger["cuts"][run.key] = setting
     if setting is None:
         return [(unit, est, whence)]
-    whole, parts, out = _seconds(run, device), pieces(run, setting), []
+    whole, parts, out = _seconds(run, device), picture.pieces(run), []
     measured = [(ledger["full_s"].get(kind, {}).get(f"{p.name}/{p.tag}"), _seconds(p, device)) for p in parts]
     rates = [m / c for m, c in measured if m is not None and c > 0]
     for p in parts:
@@ -315,22 +315,22 @@ def cut(unit: Unit, est: float, whence: str, ledger: dict, kind: str, device: st
             share = (sum(rates) / len(rates) * _seconds(p, device), "measured on its sibling pieces")
         else:
             share = (est * _seconds(p, device) / whole, whence.removesuffix(", its share") + ", its share")
-        out += cut(unit_of(p), *estimate(unit_of(p), ledger, {}, kind, device, share), ledger, kind, device,
-                   session_s, root)
+        out += cut(unit_of(p), *estimate(unit_of(p), ledger, {}, kind, device, share), picture, kind, device,
+                   session_s)
     return out
 
 
-def plan(units: list[Unit], ledger: dict, bench: dict, kind: str, device: str, root: Path | None = None,
+def plan(picture: Picture, bench: dict, kind: str, device: str,
          session_s: float = float("inf")) -> list[tuple[Unit, float, str, bool]]:
-    """The units not current yet, cut where they are longer than ``session_s`` (:func:`cut`), each with its
-    estimate, whence, and whether a checkpoint resumes it: the resumed first, then cheapest first."""
+    """The units of the picture not current yet, cut where they are longer than ``session_s`` (:func:`cut`), each
+    with its estimate, whence, and whether a checkpoint resumes it: the resumed first, then cheapest first."""
     out = []
-    for u in units:
-        if cached_current(u.run, root) is None:
-            for leaf, est, whence in cut(u, *estimate(u, ledger, bench, kind, device), ledger, kind, device,
-                                         session_s, root):
-                if cached_current(leaf.run, root) is None:
-                    out.append((leaf, est, whence, bool(checkpoints_of(leaf.run, root))))
+    for u in picture.units:
+        if not picture.current(u.run):
+            for leaf, est, whence in cut(u, *estimate(u, picture.ledger, bench, kind, device), picture, kind, device,
+                                         session_s):
+                if not picture.current(leaf.run):
+                    out.append((leaf, est, whence, picture.resumable(leaf.run)))
     return sorted(out, key=lambda p: (not p[3], p[1], p[0].name))
 
 
@@ -435,6 +435,72 @@ def _tree(run: Run, cuts: dict) -> list[Unit]:
     return out
 
 
+class Picture:
+    """The relay's one picture of the state (issue 75, point 7): the plan's units, the ledger (cuts, measured and spent
+    seconds, what could not be carried), and, read once per run, whether each run of the plan's tree (its units and,
+    along the cuts, their pieces) is current and how far its checkpoints are. Planning (:func:`plan`, :func:`cut`),
+    packing and the log read it; only what a session does changes it, each change by reading again the runs it
+    touched: a run's end (:meth:`ran`: that run) and an assembly (:meth:`assembled`: the unit's tree). The checkpoint
+    files of the run under way are the one thing read live (the child writes them)."""
+
+    def __init__(self, units: list[Unit], ledger: dict, root: Path | None = None) -> None:
+        self.units, self.ledger, self.root = units, ledger, root
+        self._current: dict[str, bool] = {}
+        self._steps: dict[str, int | None] = {}
+        self._resumable: dict[str, bool] = {}
+        self._pieces: dict[tuple[str, str], list[Run]] = {}
+
+    def current(self, run: Run) -> bool:
+        """Is the run's result stored and current (read once)?"""
+        if run.key not in self._current:
+            self._current[run.key] = cached_current(run, self.root) is not None
+        return self._current[run.key]
+
+    def resumable(self, run: Run) -> bool:
+        """Has the run checkpoints to resume from (read once)?"""
+        if run.key not in self._resumable:
+            self._resumable[run.key] = bool(checkpoints_of(run, self.root))
+        return self._resumable[run.key]
+
+    def step(self, run: Run) -> int | None:
+        """How far the run's checkpoints are (None: none; read once)."""
+        if run.key not in self._steps:
+            self._steps[run.key] = checkpoint_step(run, self.root)
+        return self._steps[run.key]
+
+    def pieces(self, run: Run) -> list[Run]:
+        """The pieces of a run that was cut (along its cut in the ledger)."""
+        key = (run.key, self.ledger["cuts"][run.key])
+        if key not in self._pieces:
+            self._pieces[key] = pieces(run, key[1])
+        return self._pieces[key]
+
+    def tree(self, run: Run) -> list[Run]:
+        """The run and, where it was cut, every piece below it."""
+        below = self.pieces(run) if run.key in self.ledger["cuts"] else []
+        return [run, *(q for p in below for q in self.tree(p))]
+
+    def nodes(self, unit: Unit) -> list[Unit]:
+        """What stands for the unit now: itself if it is current or was not cut, else its pieces' (recursively)."""
+        run = unit.run
+        if run.key not in self.ledger["cuts"] or self.current(run):
+            return [unit]
+        return [n for p in self.pieces(run) for n in self.nodes(unit_of(p))]
+
+    def done(self) -> int:
+        """How many of the plan's units are current."""
+        return sum(self.current(u.run) for u in self.units)
+
+    def ran(self, run: Run) -> None:
+        """A run ended (made, stopped or failed): read it again."""
+        for read in (self._current, self._steps, self._resumable):
+            read.pop(run.key, None)
+
+    def assembled(self, run: Run) -> None:
+        """A run was assembled from its pieces: read it again."""
+        self.ran(run)
+
+
 def check_cuts(units: list[Unit], ledger: dict, say) -> None:
     """Refuse, in one line each, the carried cuts of the plan's runs along a setting they cannot be cut along (a
     hand-edited ledger), and drop those of no run of the plan (another commit's code or configuration)."""
@@ -515,15 +581,16 @@ def session(units: list[Unit], state: Path | None, out: Path, device: str, budge
         restore(state, root, say, plan_keys(units, ledger["cuts"]))
         ledger["commit"] = entry["commit"]
         ledger["sessions"].append(entry)
+        picture = Picture(units, ledger, root)                  # what was carried in, read once
 
         def save(results: bool = True) -> None:
             w.json(LEDGER, ledger)
             if slots:
                 w.json(BENCH, {"kinds": slots})
-            _pack(units, ledger, out, root, say, results=results)
+            _pack(picture, out, say, results=results)
         try:
             save()
-            _assemble(units, ledger, root, say)
+            _assemble(picture, say)
             if kind not in slots and bench_cmd and not sig.received:
                 figures = benchmark(bench_cmd, kind, min(BENCH_SHARE * budget_s, max(left(), 1.0)), say)
                 if figures is not None:
@@ -534,40 +601,41 @@ def session(units: list[Unit], state: Path | None, out: Path, device: str, budge
             # captured steps where the benchmark of this kind found them faster (an explicit NCBOOK_CAPTURE wins)
             capture = ({CAPTURE_ENV: "1" if slots[kind]["capture_pays"] else "0"}
                        if CAPTURE_ENV not in os.environ and "capture_pays" in slots.get(kind, {}) else {})
-            _work(units, ledger, slots.get(kind, {}), kind, device, root, python, budget_s, left, sig, entry, say,
-                  save, capture)
+            _work(picture, slots.get(kind, {}), kind, device, python, budget_s, left, sig, entry, say, save,
+                  capture)
         finally:
             entry["signal"] = sig.name
-            _assemble(units, ledger, root, say)
+            _assemble(picture, say)
             save()
-            done = sum(cached_current(u.run, root) is not None for u in units)
+            done = picture.done()
             say(f"the plan: {done} of {len(units)} results current; bring {out} home and carry it as the next state"
                 + (f" (the session was stopped by {sig.name})" if sig.received else ""))
-            nxt = plan(units, ledger, slots.get(kind, {}), kind, device, root, budget_s) if done < len(units) else []
+            nxt = plan(picture, slots.get(kind, {}), kind, device, budget_s) if done < len(units) else []
             if nxt:
                 u, est, whence, resumed = nxt[0]
-                step = checkpoint_step(u.run, root) if resumed else None
+                step = picture.step(u.run) if resumed else None
                 say(f"the next session starts with {u.name} ({u.run.tag}): "
                     + (f"resumed at step {step}, " if resumed else "") + f"about {est:.0f} s ({whence})")
     return entry
 
 
-def _work(units, ledger, bench, kind, device, root, python, budget_s, left, sig, entry, say, save,
+def _work(picture: Picture, bench, kind, device, python, budget_s, left, sig, entry, say, save,
           capture: dict[str, str]) -> None:
     """The runs of one session (:func:`session`), in the plan's order, while there is time and no signal; a run cut
     into pieces here is said, with why."""
+    ledger = picture.ledger
     before = dict(ledger["cuts"])
-    todo = plan(units, ledger, bench, kind, device, root, budget_s)
+    todo = plan(picture, bench, kind, device, budget_s)
     for key, setting in ledger["cuts"].items():
         if key not in before:
-            run = next(n.run for u in units for n in _tree(u.run, ledger["cuts"]) if n.run.key == key)
+            run = next(r for u in picture.units for r in picture.tree(u.run) if r.key == key)
             est, whence = estimate(unit_of(run), ledger, bench, kind, device)
-            say(f"{run.name} ({run.tag}): cut along {setting} into {len(pieces(run, setting))} pieces: about "
+            say(f"{run.name} ({run.tag}): cut along {setting} into {len(picture.pieces(run))} pieces: about "
                 f"{est:.0f} s ({whence}), more than a session of {budget_s:.0f} s")
     for unit, est, whence, resumed in todo:
         run = unit.run
         row = {"result": f"{unit.name}/{run.tag}", "key": run.key, "estimate_s": round(est, 1), "whence": whence,
-               "start_step": checkpoint_step(run, root)}
+               "start_step": picture.step(run)}
         entry["runs"].append(row)
         carried = run.key not in ledger["uncarried"] and cost.checkpoint_bytes(run.config) <= MAX_FILE
         if sig.received:
@@ -584,17 +652,18 @@ def _work(units, ledger, bench, kind, device, root, python, budget_s, left, sig,
                              f"its parameters) cannot be carried: it needs a session of its own of "
                              f"{math.ceil(est / 60)} minutes")
         else:
-            _run(unit, est, whence, resumed, row, ledger, kind, device, root, python, left, sig, say, save, capture)
+            _run(unit, est, whence, resumed, row, picture, kind, device, python, left, sig, say, save, capture)
         row.setdefault("end_step", row["start_step"])
         say(f"{row['result']}: {row['status']}")
         save()
 
 
-def _run(unit, est, whence, resumed, row, ledger, kind, device, root, python, left, sig, say, save,
+def _run(unit, est, whence, resumed, row, picture: Picture, kind, device, python, left, sig, say, save,
          capture: dict[str, str]) -> None:
     """One run of a session, its row of the ledger filled in: started or resumed, stopped (at which step, with which
-    checkpoint), failed (its message) or made; its new checkpoints packed into ``out`` as they are written."""
-    run = unit.run
+    checkpoint), failed (its message) or made; its new checkpoints packed into ``out`` as they are written; the
+    picture reads the run again when it ends."""
+    run, ledger, root = unit.run, picture.ledger, picture.root
     at = row["start_step"]
     say(f"{'resuming' if resumed else 'starting'} {unit.name} ({run.tag})"
         + (f" at step {at}" if at is not None else "")
@@ -631,8 +700,9 @@ def _run(unit, est, whence, resumed, row, ledger, kind, device, root, python, le
         row.update(eager_fallback=True, captured_failure=why)
     spent = time.monotonic() - t0
     ledger["spent_s"][run.key] = ledger["spent_s"].get(run.key, 0.0) + spent
-    row["end_step"] = checkpoint_step(run, root)
-    if cached_current(run, root) is not None:         # made, even if it finished as the budget ended
+    picture.ran(run)
+    row["end_step"] = picture.step(run)
+    if picture.current(run):                          # made, even if it finished as the budget ended
         status = "made"
         ledger["full_s"].setdefault(kind, {})[row["result"]] = round(ledger["spent_s"].pop(run.key), 1)
     elif status.startswith("stopped"):
@@ -642,42 +712,38 @@ def _run(unit, est, whence, resumed, row, ledger, kind, device, root, python, le
     row.update(status=status, spent_s=round(spent, 1))
 
 
-def _assemble(units: list[Unit], ledger: dict, root: Path | None, say) -> None:
+def _assemble(picture: Picture, say) -> None:
     """Every cut unit whose pieces are all made, assembled (:func:`ncbook.pieces.assemble_tree`)."""
-    for u in units:
+    cuts = picture.ledger["cuts"]
+    for u in picture.units:
         run = u.run
-        if run.key not in ledger["cuts"] or cached_current(run, root) is not None:
+        if run.key not in cuts or picture.current(run):
             continue
         try:
-            if assemble_tree(run, ledger["cuts"], root):
-                say(f"{u.name} ({run.tag}): assembled from its pieces along {ledger['cuts'][run.key]}")
+            made = assemble_tree(run, cuts, picture.root)   # the whole, or the pieces of it that are complete
+            for p in picture.tree(run):
+                picture.assembled(p)
+            if made:
+                say(f"{u.name} ({run.tag}): assembled from its pieces along {cuts[run.key]}")
         except Exception as err:        # whatever it is (pieces that do not fit together...), the session still
             say(f"{u.name} ({run.tag}): its pieces were not assembled: {err}")      # packs its state: said, kept
 
 
-def nodes(unit: Unit, cuts: dict, root: Path | None = None) -> list[Unit]:
-    """What stands for the unit now: itself if it is current or was not cut, else its pieces' (recursively)."""
-    run = unit.run
-    if run.key not in cuts or cached_current(run, root) is not None:
-        return [unit]
-    return [n for p in pieces(run, cuts[run.key]) for n in nodes(unit_of(p), cuts, root)]
-
-
-def _pack(units: list[Unit], ledger: dict, out: Path, root: Path | None, say, results: bool = True) -> None:
+def _pack(picture: Picture, out: Path, say, results: bool = True) -> None:
     """The current results (a cut unit's made pieces until it is assembled; with ``results``) and the runs'
     checkpoints (on the CPU) into ``out``, each within :data:`MAX_FILE`, each written atomically: a file is replaced
     only by a whole one, and never by nothing while there is something to carry."""
-    units = [n for u in units for n in nodes(u, ledger["cuts"], root)]
+    units = [n for u in picture.units for n in picture.nodes(u)]
     if results:
-        _pack_results(units, out, root, say)
-    _pack_checkpoints(units, ledger, out, root, say)
+        _pack_results(units, picture, out, say)
+    _pack_checkpoints(units, picture, out, say)
 
 
-def _pack_results(units: list[Unit], out: Path, root: Path | None, say) -> None:
-    results = []
+def _pack_results(units: list[Unit], picture: Picture, out: Path, say) -> None:
+    results, root = [], picture.root
     for u in units:
         run = u.run
-        if cached_current(run, root) is not None:
+        if picture.current(run):
             folder, manifest = cache.paths(run.name, run.tag, root)
             results += [(folder / f, f"results/{run.name}/{f}")
                         for f in [manifest.name, *cache.read_manifest(run.name, run.tag, root)["files"]]]
@@ -695,13 +761,14 @@ def _move(src: Path, dest: Path) -> None:
     cache.atomic_write(dest, lambda tmp: shutil.copyfile(src, tmp))
 
 
-def _pack_checkpoints(units: list[Unit], ledger: dict, out: Path, root: Path | None, say) -> None:
+def _pack_checkpoints(units: list[Unit], picture: Picture, out: Path, say) -> None:
+    ledger, root = picture.ledger, picture.root
     with tempfile.TemporaryDirectory() as tmp:
         files: list[tuple[Path, str]] = []
         for u in units:
             run = u.run
-            mine = checkpoints_of(run, root)
-            if not mine or cached_current(run, root) is not None:
+            mine = checkpoints_of(run, root)                         # read live: the running child writes them
+            if not mine or picture.current(run):
                 continue
             cpu = cpu_checkpoints(mine, Path(tmp))
             size = sum(f.stat().st_size for f in cpu)

@@ -117,13 +117,13 @@ def test_the_plan_resumes_first_then_cheapest_and_skips_what_cannot_be_carried(t
     is not started (and the session says why)."""
     units = relay.plan_units("tiny", None)[:3]
     ledger = relay.read_ledger(None)
-    first = relay.plan(units, ledger, {}, "cpu", "cpu", tmp_path)
+    first = relay.plan(relay.Picture(units, ledger, tmp_path), {}, "cpu", "cpu")
     assert [p[3] for p in first] == [False] * len(first) and [p[2] for p in first] == ["cost model"] * len(first)
     ckpt = units[-1].run.checkpoint(tmp_path)
     ckpt.parent.mkdir(parents=True)
     ckpt.write_bytes(b"")
     ledger["full_s"]["cpu"] = {f"{units[1].name}/{units[1].run.tag}": 0.0}
-    order = relay.plan(units, ledger, {}, "cpu", "cpu", tmp_path)
+    order = relay.plan(relay.Picture(units, ledger, tmp_path), {}, "cpu", "cpu")
     assert order[0][0] == units[-1] and order[0][3]                   # the resumed run first
     assert order[1][0] == units[1] and order[1][2] == "measured"      # then the cheapest, by its measured time
     ckpt.unlink()
@@ -470,6 +470,28 @@ def test_relay_puts_the_carried_state_into_out_before_anything_else(tmp_path, mo
     with tarfile.open(tmp_path / "out" / relay.RESULTS) as tar:       # and written again as it ended
         assert any(m.name.startswith("results/linear_head/") for m in tar.getmembers())
     assert json.loads((tmp_path / "out" / relay.BENCH).read_text())["kinds"]["cpu"] == {"experiments": []}
+
+
+def test_relay_reads_the_state_once_into_one_picture(tmp_path, monkeypatch):
+    """Issue 75, point 7: a session reads what it was given once (relay.Picture) and plans, packs and logs from it:
+    each run's result is read once when the session begins and once again after the run ends, however often the
+    session packs or plans (with the old code each was read 7 times or more); a run cut into pieces, each of its
+    runs likewise (once, again after it ran, again after an assembly). A picture left stale (a run's end not read
+    again) would log the made run as not made: the test's last line fails."""
+    from collections import Counter
+
+    reads: Counter = Counter()
+    real = relay.cached_current
+
+    def counted(run, root=None):
+        reads[run.key] += 1
+        return real(run, root)
+    monkeypatch.setattr(relay, "cached_current", counted)
+    units = [relay.Unit("linear_head", "tiny", {}), relay.Unit("collapse_picture", "tiny", {})]
+    entry = relay.session(units, None, tmp_path / "out", "cpu", 600.0, tmp_path / "r1")
+    assert [r["status"] for r in entry["runs"]] == ["made", "made"], entry["runs"]
+    assert reads == Counter({u.run.key: 2 for u in units}), reads
+    assert "the plan: 2 of 2 results current" in (tmp_path / "out" / relay.LOG).read_text()
 
 
 @pytest.mark.slow
