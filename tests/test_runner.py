@@ -48,16 +48,17 @@ def test_every_shipped_result_verifies():
 
 def test_shipped_results_fit_the_budget():
     """Every shipped result is a `cpu` one or a `gpu` one (made on a GPU and imported); the cpu ones regenerate in at
-    most 20 hours of recorded wall time on the 2-core machine that made them (3 hours until issue 60 asked for runs in
+    most 22 hours of recorded wall time on the 2-core machine that made them (3 hours until issue 60 asked for runs in
     the papers' regime, hours each on one thread; 6 until Fig. 2's sweeps were trained four times longer, 6.04 h; 7
     until Tirer et al.'s ablations at the paper's λt and wider, 7.11 h; 8 until issue 74's runs that bring the
     remaining claims into the regime, the paper's seeds and λt, 10.86 h with the first three of them; 18 until the
     last of them, Fig. 4's seeds 10-14, Fig. 3's five seeds and Fig. 2 on 500 digits per class, made beside the
-    session's tests on a loaded machine, about 18 h; an assembled result's time is its pieces', counted once), and
-    all take at most 50 MB (Part IV's budget)."""
+    session's tests on a loaded machine, about 18 h; 20 until the third seed of Tirer et al.'s 2,000-epoch ablation,
+    20.37 h; an assembled result's time is its pieces', counted once), and all take at most 50 MB (Part IV's
+    budget)."""
     cost = runner.shipped_cost()
     assert cost and all(tag.split("--")[0] in ("cpu", "gpu") for _, tag in cost)
-    assert sum(w for (_, tag), (w, _) in cost.items() if tag.split("--")[0] == "cpu") <= 20 * 3600
+    assert sum(w for (_, tag), (w, _) in cost.items() if tag.split("--")[0] == "cpu") <= 22 * 3600
     assert sum(b for _, b in cost.values()) <= 50e6
 
 

@@ -28,8 +28,8 @@ paper's λt 2.2), `nn.MSELoss`, the five weight-decay settings; its MSE rows bes
 
 WIDE_LONG = "tirer_wd_ablation@512,2000"
 """:data:`WIDE` trained twice as long, 2,000 epochs (twice the paper's λt), for its λ_H-doubled runs to reach zero
-error (issue 74): seeds 0 and 1, assembled from one piece per seed (seed 2's piece, two hours of a CPU thread, is not
-made yet); its MSE rows beside the 1,000-epoch run's."""
+error (issue 74): the `cpu` scale's three seeds, assembled from one piece per seed (each about two hours of a CPU
+thread); its MSE rows beside the 1,000-epoch run's."""
 
 HALF = "tirer_wd_ablation@1/(2N)"
 """Tirer et al.'s MSE ablation under the book's normalisation of the square loss, (1/(2N)) ||Z - Y||^2 (the paper's
@@ -41,7 +41,7 @@ HALF_300 = "tirer_wd_ablation@300,1/(2N)"
 
 TIRER_EXTRA: dict[str, tuple[str, dict[str, Any]]] = {
     WIDE: ("tirer_wd_ablation", {"epochs": 1000, "hidden": (512, 512, 512), "losses": ("mse",)}),
-    WIDE_LONG: ("tirer_wd_ablation", {"epochs": 2000, "hidden": (512, 512, 512), "losses": ("mse",), "seeds": (0, 1)}),
+    WIDE_LONG: ("tirer_wd_ablation", {"epochs": 2000, "hidden": (512, 512, 512), "losses": ("mse",)}),
     HALF: ("tirer_wd_ablation", {"epochs": 1000, "losses": ("mse",), "mse_over_classes": False}),
     HALF_300: ("tirer_wd_ablation", {"epochs": 1000, "losses": ("mse",), "mse_over_classes": False,
                                      "per_class": 300})}
