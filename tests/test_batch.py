@@ -66,8 +66,8 @@ def test_a_run_stopped_by_sigint_says_so_on_one_line_and_keeps_its_checkpoint(re
     """What ``run --all`` does at its budget: SIGINT to ``python -m ncbook run``. The run stops with one line on
     stderr, no traceback, exit status 130, its checkpoint written at the step it stopped. It waits for the
     checkpoint's file, not a guessed time; one thread, so that a loaded machine's other processes do not slow the
-    tiny steps a hundredfold (seen:
-    14 minutes to the first checkpoint at two threads beside a test run, 2 seconds alone)."""
+    tiny steps a hundredfold (seen: 14 minutes to the first checkpoint at two threads beside a test run, 2 seconds
+    alone)."""
     import os
     import signal
     import subprocess
