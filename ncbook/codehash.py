@@ -33,6 +33,11 @@ identical result), so they are left out of every result's key: their code is not
 result made with captured steps records them in its provenance (``captured_steps``, ``capture_path``). Keyed by
 module and qualified name, so that this commit's hasher reads any earlier commit's code the same way
 (``scripts/rekey_results.py``)."""
+REFUSALS = frozenset({"ncbook.metrics.refuse_featureless"})
+"""Code that refuses bad input and does nothing else: each is a function whose body is only ``if <test>: raise ...``
+statements (:func:`refuses_only`, checked when its call is left out), called as a bare statement. It can stop a run
+but never change a value, so a result that was made passed it whatever its text: like :data:`EXECUTION_PATHS`, its
+code and its bare calls are left out of every key, and a clearer refusal never makes a result stale."""
 _SIMPLE = (bool, int, float, str, bytes, tuple, list, dict, frozenset, type(None))
 
 
@@ -180,9 +185,10 @@ def _chains(tree: ast.AST) -> set[tuple[str, ...]]:
 
 
 def _strip_execution_calls(tree: ast.AST, obj: Any) -> None:
-    """Drop each statement that is a bare call of :data:`EXECUTION_PATHS` code (``stop_here(step + 1, save)``, its
-    value unused), resolved in the module of ``obj``: where a run stops is not what it computes, and so the code
-    around such a call hashes as it did before the call was there."""
+    """Drop each statement that is a bare call of :data:`EXECUTION_PATHS` or :data:`REFUSALS` code
+    (``stop_here(step + 1, save)``, its value unused), resolved in the module of ``obj``: where a run stops, or what
+    it refuses, is not what it computes, and so the code around such a call hashes as it did before the call was
+    there."""
     env = vars(sys.modules[obj.__module__])
 
     def execution_call(statement: ast.stmt) -> bool:
@@ -197,7 +203,7 @@ def _strip_execution_calls(tree: ast.AST, obj: Any) -> None:
         value = env.get(func.id)
         for attr in reversed(chain):
             value = getattr(value, attr, None)
-        return execution_path(value)
+        return unhashed(value)
 
     for node in ast.walk(tree):
         for field in ("body", "orelse", "finalbody"):
@@ -240,13 +246,35 @@ def behind(value: Any) -> list[Any]:
 
 
 def _code(value: Any) -> bool:
-    """Is this an ncbook function or class (whose source is hashed)? Not the code of :data:`EXECUTION_PATHS`."""
-    return (inspect.isfunction(value) or inspect.isclass(value)) and ours(value) and not execution_path(value)
+    """Is this an ncbook function or class (whose source is hashed)? Not the code of :data:`EXECUTION_PATHS` or
+    :data:`REFUSALS`."""
+    return (inspect.isfunction(value) or inspect.isclass(value)) and ours(value) and not unhashed(value)
+
+
+def _path(value: Any) -> str:
+    return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', '')}"
 
 
 def execution_path(value: Any) -> bool:
     """Is this code of :data:`EXECUTION_PATHS` (how a step is executed, not what it computes)?"""
-    return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', '')}" in EXECUTION_PATHS
+    return _path(value) in EXECUTION_PATHS
+
+
+def unhashed(value: Any) -> bool:
+    """Is this code of :data:`EXECUTION_PATHS` or :data:`REFUSALS` (in no key)? A refusal that does more than refuse
+    is an error (:func:`refuses_only`)."""
+    if _path(value) in REFUSALS:
+        if not refuses_only(value):
+            raise TypeError(f"{_path(value)} is listed in codehash.REFUSALS but does more than `if ...: raise ...`")
+        return True
+    return execution_path(value)
+
+
+def refuses_only(fn: Any) -> bool:
+    """Is ``fn``'s body (its docstring aside) only ``if <test>: raise ...`` statements, without ``else``?"""
+    body = syntax_tree(inspect.getsource(fn)).body[0].body     # type: ignore[attr-defined]
+    return all(isinstance(s, ast.If) and not s.orelse and len(s.body) == 1 and isinstance(s.body[0], ast.Raise)
+               for s in body if not isinstance(s, ast.Pass))
 
 
 def constant_form(value: Any, refs: list[tuple[str, Any]], depth: int = 0) -> str | None:
@@ -336,7 +364,7 @@ def unseen(entry: Any) -> list[str]:
             tree = syntax_tree(inspect.getsource(obj))
             for chain, value, owner, _ in _resolve(obj, tree):
                 if ours(owner) and callable(value) and not [v for v in behind(value) if _code(v)] \
-                        and not dataclasses.is_dataclass(value) and ours(value) and not execution_path(value):
+                        and not dataclasses.is_dataclass(value) and ours(value) and not unhashed(value):
                     out.append(f"{obj.__qualname__}: {'.'.join(chain)} ({type(value).__name__})")
     return sorted(set(out))
 

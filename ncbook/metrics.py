@@ -660,7 +660,16 @@ class StreamingClassStats:
         return float(self.cos_sum / self.counts.sum())
 
 
+def refuse_featureless(features: ClassStats | ArrayLike) -> None:
+    """Refuse features with no dimensions, shape (N, 0), in one line (every NC metric needs at least one; without
+    this, "all class means coincide"). A refusal: ``codehash.REFUSALS``."""
+    if not isinstance(features, ClassStats) and (len(shape := tuple(np.shape(features) if not hasattr(
+            features, "shape") else features.shape)) == 2 and shape[1] == 0):
+        raise ValueError(f"the features have no dimensions (shape {shape}): the NC metrics need at least one")
+
+
 def _stats(stats_or_features: ClassStats | ArrayLike, labels: ArrayLike | None) -> ClassStats:
+    refuse_featureless(stats_or_features)
     if isinstance(stats_or_features, ClassStats):
         if labels is not None:
             raise TypeError("pass either ClassStats or (features, labels), not both")

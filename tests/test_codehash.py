@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from ncbook.codehash import normal_form_of, reachable
 from ncbook.registry import EXPERIMENTS
 
@@ -147,6 +149,36 @@ def test_how_a_step_is_executed_is_in_no_key_and_what_it_computes_is(tmp_path: P
     # is code like any other: every result that runs the loop is stale
     loop = {n for n, exp in EXPERIMENTS.items() if "run_steps" in {f for f, _ in reachable(exp.run)}}
     assert no_stop == before and len(loop) >= 10 and {n for n in before if stop_computes[n] != before[n]} == loop
+
+
+def test_a_refusal_is_in_no_key_and_can_only_refuse(tmp_path: Path):
+    """codehash.REFUSALS: code that only refuses bad input (``if ...: raise``) cannot change a value, so its text and
+    its bare calls are in no key: rewording metrics.refuse_featureless's message or removing its call from _stats
+    leaves every key as it is; a refusal that does more than refuse is an error, not a silent hole in the keys."""
+    import ncbook.metrics
+    from ncbook.codehash import REFUSALS, refuses_only, unhashed
+
+    assert REFUSALS and all(refuses_only(getattr(ncbook.metrics, p.rpartition(".")[2])) for p in REFUSALS)
+
+    def doing_more(x):
+        if x is None:
+            raise ValueError("no x")
+        return x
+    assert not refuses_only(doing_more)
+    doing_more.__module__, doing_more.__qualname__ = "ncbook.metrics", "refuse_featureless"
+    with pytest.raises(TypeError, match="does more than"):
+        unhashed(doing_more)
+    stages = [tmp_path / name for name in ("before", "reworded", "uncalled")]
+    shutil.copytree(ROOT / "ncbook", stages[0] / "ncbook", ignore=shutil.ignore_patterns("__pycache__"))
+    for stage in stages[1:]:
+        shutil.copytree(stages[0] / "ncbook", stage / "ncbook")
+    call = "    refuse_featureless(stats_or_features)\n"
+    assert (stages[0] / "ncbook" / "metrics.py").read_text().count(call) == 1
+    edit(stages[1] / "ncbook" / "metrics.py", lambda source: source.replace("the NC metrics need at least one",
+                                                                            "at least one is needed"))
+    edit(stages[2] / "ncbook" / "metrics.py", lambda source: source.replace(call, ""))
+    before, reworded, uncalled = keys_of(*stages)
+    assert reworded == before and uncalled == before
 
 
 PROBE = '''

@@ -577,3 +577,16 @@ def test_streamed_scatter_is_the_whole_symmetric_scatter_across_bands(dtype):
     np.testing.assert_allclose(stats.scatter_q.numpy(), q, rtol=1e-5, atol=1e-6 * np.abs(q).max())
     assert m.nc1_pinv(stats) == pytest.approx(m.nc1_pinv(exact), rel=1e-6)
 
+
+
+@pytest.mark.parametrize("as_tensor", [False, True])
+def test_features_without_dimensions_are_refused_in_one_line(as_tensor):
+    """Issue 75, point 5: NC metrics of (N, 0) features say what is wrong (no dimensions), not "all class means
+    coincide"."""
+    H, y = np.zeros((3, 0)), np.array([0, 1, 2])
+    if as_tensor:
+        H, y = torch.zeros(3, 0, dtype=torch.float64), torch.tensor([0, 1, 2])
+    for metric in (m.nc1_trace_ratio, m.nc1_pinv):
+        with pytest.raises(ValueError, match=r"^the features have no dimensions \(shape \(3, 0\)\): the NC metrics "
+                                             r"need at least one$"):
+            metric(H, y)
