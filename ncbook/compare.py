@@ -16,6 +16,7 @@ from .registry import get_experiment
 from .reproduce import ABLATIONS
 from .scaling import decay_time_at, decay_times, num_steps
 from .train import PER_LAYER_METRICS, History
+from .words import scientific
 
 # reading the results: the quantities the papers' claims are about
 
@@ -427,10 +428,10 @@ def fig3_five_seeds(scale: str, shipped: tuple[int, ...]) -> str:
     if found is None:
         return (f"The sweep has seeds {have}; the paper averages five runs. Seed {seed}'s network with {depth} ReLU "
                 f"layers at learning rate {lr:g}, which diverged when five seeds were first run, now trains: the "
-                "five seeds can be run (`--set seeds=0,1,2,3,4`).")
-    times = "not finite" if math.isinf(found.times) else f"{found.times:.1e} times its first"
+                "five seeds can be run.")
+    times = "not finite" if math.isinf(found.times) else f"{scientific(found.times)} times its first"
     ratio = cfg.lrs[0] / get_experiment("jacot_nonlinear_depth").config("paper").lrs[0]
-    return (f"The sweep has seeds {have}, not the paper's five: with seeds 0 to 4 (`--set seeds=0,1,2,3,4`) the "
+    return (f"The sweep has seeds {have}, not the paper's five: asked for seeds 0 to 4, the "
             f"runner refuses the run, because seed {seed}'s network with {depth} ReLU layers at learning rate "
             f"{lr:g} diverges (retrained alone here: at step {found.step} its loss is {times}), and a run that blows "
             f"up is never stored. Our learning rates are {ratio:g} times the paper's (see above); at them this "

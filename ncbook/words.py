@@ -35,3 +35,13 @@ def listed(items: Iterable[object]) -> str:
 def fold(ratio: float) -> str:
     """A factor as prose, to two significant figures: ``"40-fold"``, ``"1.3-fold"``."""
     return f"{ratio:.2g}-fold" if ratio < 100 else f"{ratio:,.0f}-fold"
+
+
+SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+def scientific(x: float, digits: int = 2) -> str:
+    """A number as prose writes it in scientific notation, to ``digits`` significant figures: ``"2.9 × 10¹⁰"``
+    (glued text is plain: no math markup)."""
+    mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
+    return f"{mantissa} × 10{str(int(exponent)).translate(SUPERSCRIPT)}"

@@ -103,7 +103,10 @@ def test_fig3s_five_seed_sentence_retrains_the_network_that_diverges(monkeypatch
         exp.run(replace(exp.config("cpu"), **compare.FIG3_DIVERGES), progress=False)
     step = int(str(err.value).split("loss at step ")[1].split()[0])
     text = compare.fig3_five_seeds("cpu", (0, 1, 2))
-    assert f"diverges (retrained alone here: at step {step} its loss is " in text and "seeds 0, 1, 2, not" in text
+    mantissa, exponent = f"{float(str(err.value).split(' is ')[1].split()[0]):.1e}".split("e")
+    power = "".join("⁰¹²³⁴⁵⁶⁷⁸⁹"[int(c)] for c in str(int(exponent)))
+    assert f"diverges (retrained alone here: at step {step} its loss is {mantissa} × 10{power} times its first)" in text
+    assert "seeds 0, 1, 2, not" in text and "`" not in text          # glued text is plain: no code markup
     assert "Our learning rates are 5 times the paper's" in text
     monkeypatch.setattr(compare, "divergence", lambda *args, **kwargs: None)
     assert "now trains: the five seeds can be run" in compare.fig3_five_seeds("cpu", (0, 1, 2))
