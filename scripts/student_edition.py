@@ -132,7 +132,8 @@ EDITION_INSTRUCTORS = {
     "This book keeps the solutions, folded under each exercise. For students the same site publishes them without:":
         "This is the student edition: no solution is in it, in its pages, their downloads or its archives (the full "
         "book keeps them folded under each exercise). What it is, and what a course hands out:",
-    'href="../student/index.html"': 'href="../index.html"',   # its links as they resolve from the published edition
+    '<a href="../student/index.html">student/index.html</a>':     # its links as they resolve from the edition
+        '<a href="../index.html">its front page</a>',
     'href="../ncbook-student.zip"': 'href="../../ncbook-student.zip"',
     'href="../ncbook-student-source.zip': 'href="../ncbook-source.zip',
 }
