@@ -440,7 +440,7 @@ class Picture:
     seconds, what could not be carried), and, read once per run, whether each run of the plan's tree (its units and,
     along the cuts, their pieces) is current and how far its checkpoints are. Planning (:func:`plan`, :func:`cut`),
     packing and the log read it; only what a session does changes it, each change by reading again the runs it
-    touched: a run's end (:meth:`ran`: that run) and an assembly (:meth:`assembled`: the unit's tree). The checkpoint
+    touched: a run's end and an assembly (:meth:`ran`: that run, or the assembled unit's tree). The checkpoint
     files of the run under way are the one thing read live (the child writes them)."""
 
     def __init__(self, units: list[Unit], ledger: dict, root: Path | None = None) -> None:
@@ -475,11 +475,6 @@ class Picture:
             self._pieces[key] = pieces(run, key[1])
         return self._pieces[key]
 
-    def tree(self, run: Run) -> list[Run]:
-        """The run and, where it was cut, every piece below it."""
-        below = self.pieces(run) if run.key in self.ledger["cuts"] else []
-        return [run, *(q for p in below for q in self.tree(p))]
-
     def nodes(self, unit: Unit) -> list[Unit]:
         """What stands for the unit now: itself if it is current or was not cut, else its pieces' (recursively)."""
         run = unit.run
@@ -492,13 +487,9 @@ class Picture:
         return sum(self.current(u.run) for u in self.units)
 
     def ran(self, run: Run) -> None:
-        """A run ended (made, stopped or failed): read it again."""
+        """A run ended (made, stopped or failed) or was assembled from its pieces: read it again."""
         for read in (self._current, self._steps, self._resumable):
             read.pop(run.key, None)
-
-    def assembled(self, run: Run) -> None:
-        """A run was assembled from its pieces: read it again."""
-        self.ran(run)
 
 
 def check_cuts(units: list[Unit], ledger: dict, say) -> None:
@@ -628,7 +619,7 @@ def _work(picture: Picture, bench, kind, device, python, budget_s, left, sig, en
     todo = plan(picture, bench, kind, device, budget_s)
     for key, setting in ledger["cuts"].items():
         if key not in before:
-            run = next(r for u in picture.units for r in picture.tree(u.run) if r.key == key)
+            run = next(n.run for u in picture.units for n in _tree(u.run, ledger["cuts"]) if n.run.key == key)
             est, whence = estimate(unit_of(run), ledger, bench, kind, device)
             say(f"{run.name} ({run.tag}): cut along {setting} into {len(picture.pieces(run))} pieces: about "
                 f"{est:.0f} s ({whence}), more than a session of {budget_s:.0f} s")
@@ -721,8 +712,8 @@ def _assemble(picture: Picture, say) -> None:
             continue
         try:
             made = assemble_tree(run, cuts, picture.root)   # the whole, or the pieces of it that are complete
-            for p in picture.tree(run):
-                picture.assembled(p)
+            for n in _tree(run, cuts):
+                picture.ran(n.run)
             if made:
                 say(f"{u.name} ({run.tag}): assembled from its pieces along {cuts[run.key]}")
         except Exception as err:        # whatever it is (pieces that do not fit together...), the session still
